@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Record layouts shared by the BPF programs and user space: ring-buffer events and map keys. */
+#ifndef MLPROF_SAMPLE_H
+#define MLPROF_SAMPLE_H
+
+#include <linux/types.h>
+
+/*
+ * Field-order rules (both sides compile this file):
+ *  - only fixed-width __u8/__u32/__u64 fields;
+ *  - every __u64 sits at an 8-byte aligned offset, no implicit padding (pad explicitly);
+ *  - new fields go at the end of the fixed part, before any flexible array;
+ *  - user space checks the sizes with _Static_assert (see src/sampler.c).
+ */
+
+#define MLPROF_COMM_LEN 16
+/* Kernel stack frames captured per sample (bpf_get_stack, deepest first). */
+#define MLPROF_MAX_KSTACK 64
+/* Upper bound of the user stack copy; the run-time size is a rodata knob <= this. */
+#define MLPROF_MAX_USTACK (64 * 1024)
+/* Default user stack copy: deep enough for PyTorch + CPython stacks (perf uses 8 KiB). */
+#define MLPROF_DEFAULT_USTACK (32 * 1024)
+
+/* Every ring-buffer record starts with this type tag. */
+enum mlprof_event_type {
+	MLPROF_EV_SAMPLE = 1, /* struct mlprof_sample: a stack sample */
+	MLPROF_EV_EXEC = 2,   /* struct mlprof_proc_event: process called execve */
+	MLPROF_EV_EXIT = 3,   /* struct mlprof_proc_event: last thread of a process exited */
+	MLPROF_EV_FORK = 4,   /* struct mlprof_proc_event: new process (ppid = parent tgid) */
+};
+
+/*
+ * What produced a sample; each kind becomes its own pprof sample type.
+ * Event-driven sources (uprobes on CUDA launches, allocations) reuse struct mlprof_sample
+ * with their own kind and put their payload in value/aux.
+ */
+enum mlprof_sample_kind {
+	MLPROF_SK_CPU = 0, /* cpu-clock perf event; value = 1 sample */
+	MLPROF_SK__COUNT,
+};
+
+/* User register slots, in this order in mlprof_sample.regs (x86-64). */
+enum mlprof_reg {
+	MLPROF_REG_IP,
+	MLPROF_REG_SP,
+	MLPROF_REG_BP,
+	MLPROF_REG_BX,
+	MLPROF_REG_R12,
+	MLPROF_REG_R13,
+	MLPROF_REG_R14,
+	MLPROF_REG_R15,
+	MLPROF_REG_AX,
+	MLPROF_REG_CX,
+	MLPROF_REG_DX,
+	MLPROF_REG_SI,
+	MLPROF_REG_DI,
+	MLPROF_REG_R8,
+	MLPROF_REG_R9,
+	MLPROF_REG_R10,
+	MLPROF_REG_R11,
+	MLPROF_NREGS,
+};
+
+/* mlprof_sample.flags */
+#define MLPROF_SF_USER_REGS 0x1	  /* regs[] hold the thread's user registers */
+#define MLPROF_SF_IN_KERNEL 0x2	  /* the sample interrupted kernel code */
+#define MLPROF_SF_USTACK_CUT 0x4  /* stack copy stopped at the size limit, not the stack's end */
+#define MLPROF_SF_USTACK_ERR 0x8  /* the user stack could not be read */
+#define MLPROF_SF_KSTACK_ERR 0x10 /* bpf_get_stack failed for the kernel stack */
+#define MLPROF_SF_KTHREAD 0x20	  /* kernel thread: no user part at all */
+
+/*
+ * One stack sample. Variable size: the fixed part is followed by ustack_len bytes
+ * copied from the user stack starting at regs[MLPROF_REG_SP].
+ */
+struct mlprof_sample {
+	__u32 type; /* MLPROF_EV_SAMPLE */
+	__u32 kind; /* enum mlprof_sample_kind */
+	__u32 pid;  /* tgid */
+	__u32 tid;
+	__u64 time_ns; /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
+	__u64 value;   /* weight of this sample in the kind's unit (1 for cpu samples) */
+	__u64 aux[2];  /* kind-specific payload (0 for cpu samples) */
+	__u32 cpu;
+	__u32 flags;	  /* MLPROF_SF_* */
+	__u32 kstack_len; /* number of valid entries in kstack[] */
+	__u32 ustack_len; /* bytes of ustack[] that follow */
+	__u8 comm[MLPROF_COMM_LEN]; /* thread name */
+	__u64 regs[MLPROF_NREGS];
+	__u64 kstack[MLPROF_MAX_KSTACK];
+	__u8 ustack[]; /* ustack_len bytes of user stack from regs[SP] upward */
+};
+
+/* Process lifecycle event. */
+struct mlprof_proc_event {
+	__u32 type; /* MLPROF_EV_EXEC / _EXIT / _FORK */
+	__u32 pid;  /* tgid of the process concerned */
+	__u32 ppid; /* parent tgid (fork) */
+	__u32 pad;
+	__u64 time_ns;
+	__u8 comm[MLPROF_COMM_LEN];
+};
+
+/* Counters kept by BPF in a per-CPU array indexed by this enum (exported as metrics). */
+enum mlprof_bpf_stat {
+	MLPROF_STAT_SAMPLES,	  /* sample events submitted */
+	MLPROF_STAT_FILTERED,	  /* perf hits discarded by the pid filter */
+	MLPROF_STAT_RB_FULL,	  /* ring buffer had no room: sample dropped */
+	MLPROF_STAT_USTACK_ERR,	  /* user stack unreadable (non-resident page, bad sp) */
+	MLPROF_STAT_USTACK_CUT,	  /* user stack copy truncated at the size limit */
+	MLPROF_STAT_KSTACK_ERR,	  /* bpf_get_stack failed */
+	MLPROF_STAT_NO_REGS,	  /* no user registers (kernel thread or exiting task) */
+	MLPROF_STAT_VMA_MISS,	  /* bpf_find_vma could not bound the stack: fallback used */
+	MLPROF_STAT_PROC_EVENTS,  /* exec/exit/fork events submitted */
+	MLPROF_STAT_PROC_RB_FULL, /* exec/exit/fork events lost to a full ring buffer */
+	MLPROF_STAT__COUNT,
+};
+
+/* Pid filter modes (rodata). */
+enum mlprof_filter_mode {
+	MLPROF_FILTER_ALL = 0,	/* every process on the host */
+	MLPROF_FILTER_PIDS = 1, /* only tgids present in the pids map (plus their children when
+				 * follow_children is set) */
+};
+
+#endif /* MLPROF_SAMPLE_H */

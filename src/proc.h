@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Per-process memory maps, following exec, exit and new mappings, with shared ELF handles. */
+#ifndef MLPROF_PROC_H
+#define MLPROF_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "frame.h"
+
+struct elf_file;
+struct proc_cache;
+
+struct proc_map {
+	uint64_t start, end; /* [start, end) in the process */
+	uint64_t offset;     /* file offset of start */
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	bool exec;	     /* mapped executable */
+	const char *path;    /* as printed in /proc/PID/maps ("" anonymous, "[vdso]", ...) */
+	struct frame_mapping fm; /* ready for frames (file/build id filled once the ELF is open) */
+};
+
+struct proc {
+	pid_t pid;
+	bool dead;		  /* the process exited; kept until proc_cache__gc */
+	char comm[16];		  /* process name (main thread comm) */
+	char root[32];		  /* "/proc/PID/root" prefix for files of this process */
+	size_t n_maps;
+	struct proc_map *maps;	  /* sorted by start */
+};
+
+struct proc_cache_config {
+	size_t max_procs;      /* bound on cached processes (LRU beyond it) */
+	size_t max_elf_files;  /* bound on open ELF files shared by (dev, inode) */
+	const char *proc_root; /* "/proc" (tests may point elsewhere) */
+};
+
+struct proc_cache_stats {
+	uint64_t procs, elf_files, maps_reads, proc_evictions, elf_evictions, lookups_failed;
+};
+
+struct proc_cache *proc_cache__new(const struct proc_cache_config *cfg);
+void proc_cache__free(struct proc_cache *pc);
+
+/*
+ * Returns the cached process, reading /proc/PID/maps when first seen. Returns NULL with
+ * errno = ESRCH when the process is gone and was never seen. The pointer stays valid
+ * until the next proc_cache__gc().
+ */
+struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid);
+
+/*
+ * Finds the executable mapping containing addr. When none does and the process is
+ * alive, re-reads the maps once (new dlopen'ed objects) subject to a rate limit.
+ */
+const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *p, uint64_t addr);
+
+/*
+ * Returns the ELF file behind a map (opened lazily through /proc/PID/map_files or
+ * /proc/PID/root, shared by dev+inode across processes), or NULL when the mapping is
+ * not an ELF file. The reference is borrowed: valid until proc_cache__gc().
+ */
+struct elf_file *proc_cache__map_elf(struct proc_cache *pc, struct proc *p,
+				     const struct proc_map *m);
+
+/* ELF virtual address for a runtime address inside map m (uses PT_LOAD + file offset). */
+int proc_map__to_vaddr(const struct proc_map *m, struct elf_file *ef, uint64_t addr,
+		       uint64_t *vaddr);
+
+/* Lifecycle notifications from the sampler's events. */
+void proc_cache__on_exec(struct proc_cache *pc, pid_t pid);
+void proc_cache__on_exit(struct proc_cache *pc, pid_t pid);
+/* Frees dead processes and unused ELF files; call between profile windows. */
+void proc_cache__gc(struct proc_cache *pc);
+void proc_cache__stats(const struct proc_cache *pc, struct proc_cache_stats *out);
+
+#endif

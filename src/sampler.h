@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Loads and attaches the BPF CPU sampler and delivers its ring-buffer records. */
+#ifndef MLPROF_SAMPLER_H
+#define MLPROF_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <mlprof/sample.h>
+
+struct sampler;
+
+struct sampler_config {
+	unsigned int freq_hz;	 /* cpu-clock sampling frequency per CPU */
+	uint32_t ustack_bytes;	 /* user stack bytes copied per sample (<= MLPROF_MAX_USTACK) */
+	bool filter_pids;	 /* only pids added with sampler__add_pid (else whole host) */
+	bool follow_children;	 /* processes forked by filtered ones are filtered in too */
+	bool skip_idle;		 /* drop samples of the idle task (pid 0) */
+	size_t ringbuf_bytes;	 /* ring buffer size (power of two) */
+	pid_t self_pid;		 /* never sample this process (mlprof itself); 0 = none */
+};
+
+/* Called for every record: data starts with __u32 type (enum mlprof_event_type). */
+typedef int (*sampler_event_cb)(void *ctx, const void *data, size_t size);
+
+/*
+ * Opens, configures, loads and attaches the sampler on every online CPU. Returns NULL with
+ * errno set: EPERM (not root / no CAP_BPF+CAP_PERFMON), ENOSYS/EOPNOTSUPP (no BPF or BTF),
+ * EINVAL (bad config). The reason is logged.
+ */
+struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb cb, void *ctx);
+void sampler__free(struct sampler *s);
+
+/* Adds a process to the kernel-side filter. Returns 0 or -errno. */
+int sampler__add_pid(struct sampler *s, pid_t pid);
+/* Waits up to timeout_ms and consumes all available records; returns count or -errno. */
+int sampler__poll(struct sampler *s, int timeout_ms);
+/* Sums the per-CPU BPF counters into out[MLPROF_STAT__COUNT]. */
+int sampler__stats(struct sampler *s, uint64_t *out);
+const char *sampler__stat_name(enum mlprof_bpf_stat stat);
+
+#endif
