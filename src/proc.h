@@ -30,6 +30,8 @@ struct proc {
 	char root[32];		  /* "/proc/PID/root" prefix for files of this process */
 	size_t n_maps;
 	struct proc_map *maps;	  /* sorted by start */
+	uint64_t gen;		  /* changes whenever maps are replaced (exec, re-read); unique
+				   * across the cache, so users can drop caches keyed on it */
 };
 
 struct proc_cache_config {

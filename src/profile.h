@@ -102,7 +102,8 @@ void profile__mapping(const struct profile *p, size_t idx, struct profile_mappin
 
 /*
  * Display name of a location for text outputs (folded, flame graph, summaries):
- * "func" / "func [k]" / "module+0xoff" for unnamed native frames. Writes into buf.
+ * "func" / "func_[k]" (kernel, stackcollapse style) / "func (file.py:line)" (python) /
+ * "module+0xoff" for unnamed native frames (off = addr - start + file_offset). Writes into buf.
  */
 const char *profile__location_name(const struct profile *p, uint32_t location_id, char *buf,
 				   size_t len);

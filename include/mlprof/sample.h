@@ -3,7 +3,10 @@
 #ifndef MLPROF_SAMPLE_H
 #define MLPROF_SAMPLE_H
 
+/* BPF objects get the __u* types from vmlinux.h (no asm/ headers on the -target bpf path). */
+#ifndef __VMLINUX_H__
 #include <linux/types.h>
+#endif
 
 /*
  * Field-order rules (both sides compile this file):

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Entry points of mlprof's subcommands (argv[0] is the subcommand name). */
+#ifndef MLPROF_COMMANDS_H
+#define MLPROF_COMMANDS_H
+
+/* `mlprof record`: one-shot capture. Returns the process exit status. */
+int record__main(int argc, char **argv);
+/* `mlprof agent`: continuous profiling daemon. Returns the process exit status. */
+int agent__main(int argc, char **argv);
+
+#endif

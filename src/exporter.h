@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Delivers finished profiles: Pyroscope push / legacy ingest / local files, with disk spool. */
+#ifndef MLPROF_EXPORTER_H
+#define MLPROF_EXPORTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct exporter;
+
+struct label_pair {
+	const char *name;
+	const char *value;
+};
+
+#define EXPORT_MAX_LABELS 30 /* Pyroscope's per-series limit */
+
+/* One profile for one series (e.g. one service for one upload window). */
+struct export_item {
+	const struct label_pair *labels; /* series labels incl. __name__ and service_name */
+	int n_labels;
+	const uint8_t *pprof;		 /* pprof bytes (gzip-compressed or not) */
+	size_t pprof_len;
+	int64_t start_ns, end_ns;	 /* window, wall clock ns since epoch */
+	uint64_t seq;			 /* window sequence number (ordering, logs) */
+};
+
+enum exporter_kind {
+	EXPORTER_FILE = 0, /* timestamped pprof files in a local directory (no backend) */
+	EXPORTER_PUSH,	   /* POST {url}/push.v1.PusherService/Push (connect, application/proto) */
+	EXPORTER_INGEST,   /* POST {url}/ingest?format=pprof (legacy) */
+};
+
+struct exporter_config {
+	enum exporter_kind kind;
+	const char *url;	      /* base URL for push/ingest */
+	const char *out_dir;	      /* EXPORTER_FILE: directory */
+	uint64_t out_max_bytes;	      /* EXPORTER_FILE: size bound of the directory */
+	const char *ca_file;	      /* extra CA bundle; NULL = system */
+	bool insecure_skip_verify;    /* disable TLS verification (off by default) */
+	const char *basic_user;	      /* basic auth user (Grafana Cloud instance id) */
+	const char *basic_password;   /* basic auth password/token (read from file/env by config) */
+	const char *bearer_token;     /* Authorization: Bearer */
+	const char *tenant;	      /* X-Scope-OrgID */
+	const char *const *headers;   /* extra "Name: value" headers, NULL-terminated */
+	unsigned int connect_timeout_ms;
+	unsigned int timeout_ms;      /* per attempt */
+	unsigned int max_retries;     /* attempts after the first for retryable errors */
+	unsigned int backoff_min_ms, backoff_max_ms;
+	const char *spool_dir;	      /* on-disk spool (zstd) for profiles not yet delivered */
+	uint64_t spool_max_bytes;
+	unsigned int spool_max_age_s;
+	size_t queue_max_bytes;	      /* in-memory queue bound before spilling to the spool */
+};
+
+struct exporter_stats {
+	uint64_t pushed, failed, retries, rejected_4xx, spooled, spool_dropped, spool_bytes,
+		spool_files, queue_bytes, queue_dropped, trimmed, split;
+	uint64_t last_latency_us, latency_us_sum, latency_count;
+};
+
+/* Validates cfg and starts the sender thread. NULL with errno (and a logged reason). */
+struct exporter *exporter__new(const struct exporter_config *cfg);
+/*
+ * Hands over one profile (copied). Never blocks on the network; when the in-memory queue
+ * is over its bound the item goes to the spool. Returns 0 or -errno.
+ */
+int exporter__submit(struct exporter *e, const struct export_item *item);
+/* Waits up to timeout_ms for the queue to drain (to network or spool). Returns remaining items. */
+int exporter__flush(struct exporter *e, unsigned int timeout_ms);
+void exporter__stats(struct exporter *e, struct exporter_stats *out);
+/* Stops the thread after a flush (anything undelivered is spooled) and frees. */
+void exporter__free(struct exporter *e);
+
+#endif

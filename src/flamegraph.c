@@ -1,0 +1,837 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Flame graphs: a self-contained interactive HTML page (canvas + inline JS) and a static SVG. */
+#include "output.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOG_MODULE "flamegraph"
+#include "log.h"
+
+/*
+ * Both outputs are "icicle" flame graphs: the root ("all") on top, callees below, like
+ * speedscope and pprof's web UI, so deep ML stacks open at the interesting end. Siblings are
+ * sorted by name (like flamegraph.pl), so the output is deterministic. Frame names are the
+ * profile's display names: kernel frames end in "_[k]", Python frames carry "(file:line)".
+ *
+ * Stacks are merged into a tree by display name. The tree holds every frame, but at most
+ * FG_MAX_NODES nodes are emitted: the smallest are cut (their time stays in their parent,
+ * shown as self time) and the page says so.
+ */
+#define FG_MAX_NODES 200000
+#define NAME_LEN 1024
+#define SVG_WIDTH 1200
+#define SVG_ROW 16
+#define SVG_FONT 12
+#define SVG_PAD_TOP 56
+#define SVG_PAD_SIDE 10
+#define SVG_PAD_BOTTOM 24
+
+struct node {
+	uint32_t name; /* index into tree.names */
+	uint32_t parent;
+	uint32_t first_child; /* 0 = none (node 0 is the root, never a child) */
+	uint32_t next_sibling;
+	int64_t value; /* total, including children */
+	uint16_t depth;
+	uint8_t kind; /* enum frame_kind; 255 for the root */
+	bool keep;
+};
+
+struct tree {
+	const struct profile *p;
+	int vi;
+	struct node *nodes;
+	size_t n, cap;
+	uint32_t *slots; /* child index: hash(parent, name, kind) -> node index + 1 */
+	size_t nslots;
+	char **names; /* unique display names */
+	size_t n_names, cap_names;
+	uint32_t *name_slots;
+	size_t n_name_slots;
+	uint32_t *loc_name; /* location id - 1 -> name index */
+	uint8_t *loc_kind;
+	size_t n_kept;
+	int64_t cut_below; /* nodes with smaller values were cut; 0 if none */
+	int max_depth;
+};
+
+#define ROOT_KIND 255
+
+static uint64_t hash_bytes(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint64_t node_hash(uint32_t parent, uint32_t name, uint8_t kind)
+{
+	uint64_t h = ((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ULL;
+
+	h ^= kind;
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 29);
+}
+
+static int name_intern(struct tree *t, const char *s, uint32_t *out)
+{
+	size_t j;
+
+	if ((t->n_names + 1) * 2 > t->n_name_slots) {
+		size_t ns = t->n_name_slots ? t->n_name_slots * 2 : 1024;
+		uint32_t *slots = calloc(ns, sizeof(*slots));
+
+		if (!slots)
+			return -ENOMEM;
+		for (size_t i = 0; i < t->n_names; i++) {
+			for (j = hash_bytes(t->names[i]) & (ns - 1); slots[j]; j = (j + 1) & (ns - 1))
+				;
+			slots[j] = (uint32_t)i + 1;
+		}
+		free(t->name_slots);
+		t->name_slots = slots;
+		t->n_name_slots = ns;
+	}
+	for (j = hash_bytes(s) & (t->n_name_slots - 1); t->name_slots[j];
+	     j = (j + 1) & (t->n_name_slots - 1)) {
+		if (strcmp(t->names[t->name_slots[j] - 1], s) == 0) {
+			*out = t->name_slots[j] - 1;
+			return 0;
+		}
+	}
+	if (t->n_names == t->cap_names) {
+		size_t nc = t->cap_names ? t->cap_names * 2 : 256;
+		char **nn = realloc(t->names, nc * sizeof(*nn));
+
+		if (!nn)
+			return -ENOMEM;
+		t->names = nn;
+		t->cap_names = nc;
+	}
+	t->names[t->n_names] = strdup(s);
+	if (!t->names[t->n_names])
+		return -ENOMEM;
+	t->name_slots[j] = (uint32_t)++t->n_names;
+	*out = (uint32_t)t->n_names - 1;
+	return 0;
+}
+
+static int grow_nodes(struct tree *t)
+{
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 1024;
+		struct node *nn = realloc(t->nodes, nc * sizeof(*nn));
+
+		if (!nn)
+			return -ENOMEM;
+		t->nodes = nn;
+		t->cap = nc;
+	}
+	if ((t->n + 1) * 2 > t->nslots) {
+		size_t ns = t->nslots ? t->nslots * 2 : 2048;
+		uint32_t *slots = calloc(ns, sizeof(*slots));
+
+		if (!slots)
+			return -ENOMEM;
+		for (size_t i = 1; i < t->n; i++) {
+			const struct node *nd = &t->nodes[i];
+			size_t j = node_hash(nd->parent, nd->name, nd->kind) & (ns - 1);
+
+			while (slots[j])
+				j = (j + 1) & (ns - 1);
+			slots[j] = (uint32_t)i + 1;
+		}
+		free(t->slots);
+		t->slots = slots;
+		t->nslots = ns;
+	}
+	return 0;
+}
+
+/* Returns the child of parent with this name/kind, creating it; 0 on ENOMEM. */
+static uint32_t child_of(struct tree *t, uint32_t parent, uint32_t name, uint8_t kind)
+{
+	size_t j;
+	struct node *nd;
+
+	if (grow_nodes(t))
+		return 0;
+	for (j = node_hash(parent, name, kind) & (t->nslots - 1); t->slots[j];
+	     j = (j + 1) & (t->nslots - 1)) {
+		nd = &t->nodes[t->slots[j] - 1];
+		if (nd->parent == parent && nd->name == name && nd->kind == kind)
+			return t->slots[j] - 1;
+	}
+	nd = &t->nodes[t->n];
+	*nd = (struct node){
+		.name = name,
+		.parent = parent,
+		.next_sibling = t->nodes[parent].first_child,
+		.depth = (uint16_t)(t->nodes[parent].depth + 1),
+		.kind = kind,
+	};
+	t->nodes[parent].first_child = (uint32_t)t->n;
+	t->slots[j] = (uint32_t)++t->n;
+	if (nd->depth > t->max_depth)
+		t->max_depth = nd->depth;
+	return (uint32_t)t->n - 1;
+}
+
+static int add_cb(const struct profile_sample_view *s, void *ctx)
+{
+	struct tree *t = ctx;
+	int64_t v = s->values[t->vi];
+	uint32_t cur = 0;
+
+	if (v <= 0)
+		return 0;
+	t->nodes[0].value += v;
+	/* cap depth so uint16 depths and recursion stay bounded */
+	for (int i = s->n_locations - 1; i >= 0 && s->n_locations - i < 4096; i--) {
+		uint32_t loc = s->location_ids[i] - 1;
+
+		cur = child_of(t, cur, t->loc_name[loc], t->loc_kind[loc]);
+		if (!cur)
+			return -ENOMEM;
+		t->nodes[cur].value += v;
+	}
+	return 0;
+}
+
+static int cmp_i64_desc(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Marks at most max nodes to keep, dropping the smallest; parents before children. */
+static int prune(struct tree *t, size_t max)
+{
+	int64_t *vals, thr;
+	size_t above = 0, budget;
+
+	for (size_t i = 0; i < t->n; i++)
+		t->nodes[i].keep = true;
+	t->n_kept = t->n;
+	if (t->n <= max)
+		return 0;
+	vals = malloc(t->n * sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++)
+		vals[i] = t->nodes[i].value;
+	qsort(vals, t->n, sizeof(*vals), cmp_i64_desc);
+	thr = vals[max - 1];
+	free(vals);
+	for (size_t i = 0; i < t->n; i++)
+		above += t->nodes[i].value > thr;
+	budget = max - above;
+	t->n_kept = 0;
+	/* node indexes grow from parent to child, so parents are decided first */
+	for (size_t i = 0; i < t->n; i++) {
+		struct node *nd = &t->nodes[i];
+		bool pk = i == 0 || t->nodes[nd->parent].keep;
+
+		nd->keep = pk && (nd->value > thr || (nd->value == thr && budget && budget--));
+		t->n_kept += nd->keep;
+	}
+	t->cut_below = thr + 1;
+	return 0;
+}
+
+static void tree_free(struct tree *t)
+{
+	for (size_t i = 0; i < t->n_names; i++)
+		free(t->names[i]);
+	free(t->names);
+	free(t->name_slots);
+	free(t->nodes);
+	free(t->slots);
+	free(t->loc_name);
+	free(t->loc_kind);
+}
+
+static int tree_build(struct tree *t, const struct profile *p, int vi)
+{
+	size_t n_locs = profile__n_locations(p);
+	char buf[NAME_LEN];
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->p = p;
+	t->vi = vi;
+	if (vi < 0 || vi >= profile__config(p)->n_sample_types)
+		return -EINVAL;
+	t->loc_name = calloc(n_locs ? n_locs : 1, sizeof(*t->loc_name));
+	t->loc_kind = calloc(n_locs ? n_locs : 1, sizeof(*t->loc_kind));
+	if (!t->loc_name || !t->loc_kind)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_locs; i++) {
+		struct profile_location_view lv;
+
+		profile__location(p, i, &lv);
+		t->loc_kind[i] = (uint8_t)lv.kind;
+		err = name_intern(t, profile__location_name(p, (uint32_t)i + 1, buf, sizeof(buf)),
+				  &t->loc_name[i]);
+		if (err)
+			return err;
+	}
+	err = name_intern(t, "all", &(uint32_t){ 0 });
+	if (err || (err = grow_nodes(t)))
+		return err;
+	t->nodes[0] = (struct node){ .kind = ROOT_KIND };
+	name_intern(t, "all", &t->nodes[0].name);
+	t->n = 1;
+	err = profile__for_each_sample(p, add_cb, t);
+	if (err)
+		return err;
+	return prune(t, FG_MAX_NODES);
+}
+
+/* Children of a node that are kept, sorted by name then kind. malloc'd, *n set. */
+static const struct tree *sort_tree;
+
+static int child_cmp(const void *a, const void *b)
+{
+	const struct node *x = &sort_tree->nodes[*(const uint32_t *)a];
+	const struct node *y = &sort_tree->nodes[*(const uint32_t *)b];
+	int c = strcmp(sort_tree->names[x->name], sort_tree->names[y->name]);
+
+	return c ? c : (int)x->kind - (int)y->kind;
+}
+
+static uint32_t *sorted_children(const struct tree *t, uint32_t i, size_t *n)
+{
+	uint32_t *arr;
+	size_t k = 0;
+
+	for (uint32_t c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
+		k += t->nodes[c].keep;
+	*n = k;
+	arr = malloc((k ? k : 1) * sizeof(*arr));
+	if (!arr)
+		return NULL;
+	k = 0;
+	for (uint32_t c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
+		if (t->nodes[c].keep)
+			arr[k++] = c;
+	sort_tree = t;
+	qsort(arr, k, sizeof(*arr), child_cmp);
+	return arr;
+}
+
+/* ---- escaping ---- */
+
+/* Decodes one UTF-8 sequence; returns its length, or 0 if invalid. */
+static int utf8_decode(const unsigned char *s, uint32_t *cp)
+{
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if ((s[0] & 0xe0) == 0xc0 && (s[1] & 0xc0) == 0x80) {
+		*cp = (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
+		return *cp >= 0x80 ? 2 : 0;
+	}
+	if ((s[0] & 0xf0) == 0xe0 && (s[1] & 0xc0) == 0x80 && (s[2] & 0xc0) == 0x80) {
+		*cp = (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+		return *cp >= 0x800 && (*cp < 0xd800 || *cp > 0xdfff) ? 3 : 0;
+	}
+	if ((s[0] & 0xf8) == 0xf0 && (s[1] & 0xc0) == 0x80 && (s[2] & 0xc0) == 0x80 &&
+	    (s[3] & 0xc0) == 0x80) {
+		*cp = (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 |
+		      (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+		return *cp >= 0x10000 && *cp <= 0x10ffff ? 4 : 0;
+	}
+	return 0;
+}
+
+/*
+ * JSON string body that is also safe inside <script>: <, >, & and U+2028/9 are \u-escaped
+ * so "</script>" or "<!--" can never appear; invalid UTF-8 becomes U+FFFD.
+ */
+static void json_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	fputc('"', f);
+	while (*s) {
+		uint32_t cp;
+		int n = utf8_decode(s, &cp);
+
+		if (!n) {
+			fputs("\\ufffd", f);
+			s++;
+			continue;
+		}
+		if (cp == '"' || cp == '\\')
+			fprintf(f, "\\%c", (char)cp);
+		else if (cp < 0x20 || cp == '<' || cp == '>' || cp == '&' || cp == 0x2028 ||
+			 cp == 0x2029)
+			fprintf(f, "\\u%04x", (unsigned int)cp);
+		else
+			fwrite(s, 1, (size_t)n, f);
+		s += n;
+	}
+	fputc('"', f);
+}
+
+/* Text for HTML/XML content and attributes; at most max_chars characters (0 = all). */
+static void xml_str(FILE *f, const char *str, size_t max_chars)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t chars = 0;
+
+	while (*s && (!max_chars || chars < max_chars)) {
+		uint32_t cp;
+		int n = utf8_decode(s, &cp);
+
+		chars++;
+		if (!n) {
+			fputs("\xef\xbf\xbd", f);
+			s++;
+			continue;
+		}
+		switch (cp) {
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&#39;", f);
+			break;
+		default:
+			if (cp < 0x20)
+				fputc(' ', f); /* XML 1.0 forbids most control characters */
+			else
+				fwrite(s, 1, (size_t)n, f);
+		}
+		s += n;
+	}
+}
+
+static size_t utf8_chars(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n = 0;
+	uint32_t cp;
+
+	while (*s) {
+		int k = utf8_decode(s, &cp);
+
+		s += k ? k : 1;
+		n++;
+	}
+	return n;
+}
+
+/* ---- HTML ---- */
+
+static void json_tree(FILE *f, const struct tree *t, uint32_t i, int *err)
+{
+	const struct node *nd = &t->nodes[i];
+	uint32_t *kids;
+	size_t n;
+
+	fputs("{\"name\":", f);
+	json_str(f, t->names[nd->name]);
+	fprintf(f, ",\"value\":%" PRId64 ",\"kind\":%d", nd->value,
+		nd->kind == ROOT_KIND ? -1 : (int)nd->kind);
+	kids = sorted_children(t, i, &n);
+	if (!kids) {
+		*err = -ENOMEM;
+		return;
+	}
+	if (n) {
+		fputs(",\"children\":[", f);
+		for (size_t k = 0; k < n && !*err; k++) {
+			if (k)
+				fputc(',', f);
+			json_tree(f, t, kids[k], err);
+		}
+		fputc(']', f);
+	}
+	fputc('}', f);
+	free(kids);
+}
+
+static const char html_head[] =
+	"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	"<meta name=\"generator\" content=\"mlprof\">\n<title>";
+
+static const char html_style[] =
+	"</title>\n<style>\n"
+	":root{--bg:#fafafa;--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--accent:#0969da}\n"
+	"*{box-sizing:border-box}\n"
+	"html,body{margin:0;background:var(--bg);color:var(--fg);"
+	"font:13px/1.4 -apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif}\n"
+	"header{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid var(--line);"
+	"padding:10px 16px;display:flex;align-items:center;gap:16px;flex-wrap:wrap}\n"
+	"header h1{font-size:16px;margin:0;font-weight:600;white-space:nowrap;overflow:hidden;"
+	"text-overflow:ellipsis;max-width:45vw}\n"
+	"#sub{color:var(--muted);font-size:12px}\n"
+	".spacer{flex:1}\n"
+	"#search{width:260px;padding:5px 8px;border:1px solid var(--line);border-radius:6px;"
+	"font:inherit;outline:none}\n"
+	"#search:focus{border-color:var(--accent);box-shadow:0 0 0 3px rgba(9,105,218,.15)}\n"
+	"button{font:inherit;padding:5px 12px;border:1px solid var(--line);border-radius:6px;"
+	"background:#f6f8fa;cursor:pointer}\nbutton:hover{background:#eef1f4}\n"
+	"button:disabled{opacity:.5;cursor:default}\n"
+	"#matched{color:#a31da3;font-weight:600;min-width:120px}\n"
+	"#bar{padding:6px 16px;color:var(--muted);font-size:12px;display:flex;gap:14px;"
+	"align-items:center;flex-wrap:wrap;border-bottom:1px solid var(--line);background:#fff}\n"
+	".sw{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:4px;"
+	"vertical-align:-1px;border:1px solid rgba(0,0,0,.15)}\n"
+	"#crumbs{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--fg)}\n"
+	"#note{color:#9a6700}\n"
+	"#wrap{padding:8px 16px 24px}\n"
+	"canvas{display:block;width:100%;cursor:pointer}\n"
+	"#tip{position:fixed;z-index:3;pointer-events:none;display:none;max-width:640px;"
+	"background:rgba(255,255,255,.97);border:1px solid var(--line);border-radius:6px;"
+	"box-shadow:0 4px 14px rgba(0,0,0,.15);padding:8px 10px;font-size:12px}\n"
+	"#tip .n{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;"
+	"word-break:break-all;font-weight:600;margin-bottom:4px}\n"
+	"#tip .k{color:var(--muted)}\n#tip td{padding:0 10px 0 0}\n"
+	"#empty{padding:40px;text-align:center;color:var(--muted);display:none}\n"
+	"</style>\n</head>\n<body>\n<header><h1 id=\"title\">";
+
+/*
+ * The page script: flattens the embedded tree, lays it out on a canvas (one row per depth,
+ * root on top), and handles zoom (click), reset (button/Esc/double-click on root), search
+ * (substring or /regex/, matched % counted once per subtree) and the tooltip.
+ */
+static const char html_script[] =
+	"<script>\n(function(){\n'use strict';\n"
+	"var D=JSON.parse(document.getElementById('fg-data').textContent);\n"
+	"var M=JSON.parse(document.getElementById('fg-meta').textContent);\n"
+	"var KN=['native','kernel','python','cuda kernel','truncated','process'];\n"
+	"var ROW=18,FONT='12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace';\n"
+	"var N=[],maxD=0;\n"
+	"(function flat(){var st=[[D,0,0,-1]];while(st.length){var e=st.pop(),n=e[0];"
+	"var i=N.length;N.push({n:n.name,v:n.value,k:n.kind,d:e[1],x:e[2],p:e[3],c:[],m:false});"
+	"if(e[3]>=0)N[e[3]].c.push(i);if(e[1]>maxD)maxD=e[1];var ch=n.children||[],x=e[2];"
+	"var tmp=[];for(var j=0;j<ch.length;j++){tmp.push([ch[j],e[1]+1,x,i]);x+=ch[j].value;}"
+	"for(j=tmp.length-1;j>=0;j--)st.push(tmp[j]);}})();\n"
+	"var total=N[0].v;\n"
+	"function hash(s){var h=2166136261;for(var i=0;i<s.length;i++){h^=s.charCodeAt(i);"
+	"h=Math.imul(h,16777619);}return ((h>>>0)%1000)/1000;}\n"
+	"function rgb(r,g,b){return 'rgb('+(r|0)+','+(g|0)+','+(b|0)+')';}\n"
+	"function color(n){var v=hash(n.n),w=hash(n.n+'~');switch(n.k){\n"
+	"case -1:return rgb(190,190,200);\n"
+	"case 1:return rgb(215+35*v,125+60*w,30+30*v);\n"
+	"case 2:return rgb(70+60*v,185+50*w,95+50*v);\n"
+	"case 3:return rgb(150+50*v,110+40*w,225+30*v);\n"
+	"case 4:return rgb(165+25*v,165+25*v,165+25*v);\n"
+	"case 5:return rgb(90+40*v,165+40*w,215+30*v);\n"
+	"default:return rgb(225+30*v,60+150*w,40+25*v);}}\n"
+	"var cv=document.getElementById('fg'),cx=cv.getContext('2d'),tip=document.getElementById('tip');\n"
+	"var zoom=0,hover=-1,rows=[],W=0,searchRe=null;\n"
+	"function fmt(v){var u=M.unit;if(u==='nanoseconds'){var s=v/1e9;"
+	"if(s>=1)return s.toFixed(s>=100?0:2)+' s';if(s>=1e-3)return (v/1e6).toFixed(2)+' ms';"
+	"return (v/1e3).toFixed(2)+' \\u00b5s';}"
+	"var t=v.toLocaleString('en-US');if(u==='count')return t+(v===1?' sample':' samples');"
+	"return t+' '+u;}\n"
+	"function pct(a,b){return b?(100*a/b).toFixed(2)+'%':'0%';}\n"
+	"function isAnc(a,i){while(i>=0){if(i===a)return true;i=N[i].p;}return false;}\n"
+	"function render(){var dpr=window.devicePixelRatio||1;W=cv.parentNode.clientWidth-32;"
+	"if(W<200)W=200;var H=(maxD+1)*ROW+2;cv.style.height=H+'px';cv.width=Math.round(W*dpr);"
+	"cv.height=Math.round(H*dpr);cx.setTransform(dpr,0,0,dpr,0,0);cx.clearRect(0,0,W,H);"
+	"cx.font=FONT;cx.textBaseline='middle';rows=[];for(var r=0;r<=maxD;r++)rows.push([]);"
+	"var z=N[zoom],sc=W/z.v;"
+	"for(var a=z.p;a>=0;a=N[a].p)box(a,0,W,true);"
+	"var st=[zoom];while(st.length){var i=st.pop(),n=N[i],x=(n.x-z.x)*sc,w=n.v*sc;"
+	"if(w<0.3)continue;box(i,x,w,false);for(var j=n.c.length-1;j>=0;j--)st.push(n.c[j]);}"
+	"crumbs();}\n"
+	"function box(i,x,w,dim){var n=N[i],y=n.d*ROW;rows[n.d].push([x,w,i]);"
+	"cx.fillStyle=(searchRe&&n.m)?'rgb(224,64,251)':color(n);"
+	"cx.globalAlpha=dim?0.55:1;cx.fillRect(x+0.5,y+0.5,Math.max(w-1,0.5),ROW-1);"
+	"if(i===hover){cx.globalAlpha=1;cx.strokeStyle='#1f2328';cx.lineWidth=1.5;"
+	"cx.strokeRect(x+1,y+1,Math.max(w-2,1),ROW-2);}"
+	"cx.globalAlpha=1;if(w>28){cx.fillStyle=dim?'#444':'#111';var s=n.n,max=w-8;"
+	"if(cx.measureText(s).width>max){var lo=0,hi=s.length;while(lo<hi){var mid=(lo+hi+1)>>1;"
+	"if(cx.measureText(s.slice(0,mid)+'\\u2026').width<=max)lo=mid;else hi=mid-1;}"
+	"s=lo>0?s.slice(0,lo)+'\\u2026':'';}if(s)cx.fillText(s,x+4,y+ROW/2+0.5);}}\n"
+	"function hit(ev){var r=cv.getBoundingClientRect(),x=ev.clientX-r.left,y=ev.clientY-r.top;"
+	"var d=Math.floor(y/ROW);if(d<0||d>maxD)return -1;var row=rows[d];"
+	"for(var k=0;k<row.length;k++){if(x>=row[k][0]&&x<row[k][0]+row[k][1])return row[k][2];}"
+	"return -1;}\n"
+	"function crumbs(){var c=document.getElementById('crumbs'),z=N[zoom];"
+	"document.getElementById('reset').disabled=zoom===0;"
+	"c.textContent=zoom===0?'':'Zoomed: '+z.n+' \\u2014 '+fmt(z.v)+' ('+pct(z.v,total)+')';}\n"
+	"cv.addEventListener('mousemove',function(ev){var i=hit(ev);if(i!==hover){hover=i;render();}"
+	"if(i<0){tip.style.display='none';return;}var n=N[i],self=n.v;"
+	"for(var j=0;j<n.c.length;j++)self-=N[n.c[j]].v;"
+	"tip.innerHTML='';var d=document.createElement('div');d.className='n';d.textContent=n.n;"
+	"tip.appendChild(d);var t=document.createElement('table');"
+	"function row(k,v){var tr=t.insertRow(),a=tr.insertCell(),b=tr.insertCell();a.className='k';"
+	"a.textContent=k;b.textContent=v;}"
+	"row('Kind',n.k<0?'root':KN[n.k]||'?');row('Total',fmt(n.v)+'  ('+pct(n.v,total)+' of all)');"
+	"if(zoom!==0)row('In zoom',pct(n.v,N[zoom].v));row('Self',fmt(self)+'  ('+pct(self,total)+')');"
+	"tip.appendChild(t);tip.style.display='block';var tx=ev.clientX+14,ty=ev.clientY+16;"
+	"var tw=tip.offsetWidth,th=tip.offsetHeight;if(tx+tw>window.innerWidth-8)tx=ev.clientX-tw-14;"
+	"if(ty+th>window.innerHeight-8)ty=ev.clientY-th-12;tip.style.left=Math.max(4,tx)+'px';"
+	"tip.style.top=Math.max(4,ty)+'px';});\n"
+	"cv.addEventListener('mouseleave',function(){hover=-1;tip.style.display='none';render();});\n"
+	"cv.addEventListener('click',function(ev){var i=hit(ev);if(i<0)return;"
+	"zoom=(i===zoom)?(N[i].p>=0?N[i].p:0):i;render();});\n"
+	"function reset(){zoom=0;render();}\n"
+	"document.getElementById('reset').addEventListener('click',reset);\n"
+	"var q=document.getElementById('search'),mt=document.getElementById('matched');\n"
+	"function search(){var s=q.value;searchRe=null;if(s){var m=/^\\/(.+)\\/([i]?)$/.exec(s);"
+	"try{searchRe=m?new RegExp(m[1],m[2]):new RegExp(s.replace(/[.*+?^${}()|[\\]\\\\]/g,'\\\\$&'),'i');}"
+	"catch(e){searchRe=null;}}var sum=0;for(var i=0;i<N.length;i++){N[i].m=!!searchRe&&searchRe.test(N[i].n);}"
+	"if(searchRe){var st=[0];while(st.length){var k=st.pop();if(N[k].m){sum+=N[k].v;continue;}"
+	"for(var j=0;j<N[k].c.length;j++)st.push(N[k].c[j]);}mt.textContent='Matched: '+pct(sum,total)+"
+	"' ('+fmt(sum)+')';}else mt.textContent='';render();}\n"
+	"var qt;q.addEventListener('input',function(){clearTimeout(qt);qt=setTimeout(search,120);});\n"
+	"document.addEventListener('keydown',function(ev){if((ev.ctrlKey||ev.metaKey)&&ev.key==='f'){"
+	"ev.preventDefault();q.focus();q.select();}else if(ev.key==='Escape'){if(document.activeElement===q"
+	"&&q.value){q.value='';search();}else reset();}});\n"
+	"window.addEventListener('resize',render);\n"
+	"if(!total){document.getElementById('empty').style.display='block';cv.style.display='none';}\n"
+	"render();\n})();\n</script>\n</body>\n</html>\n";
+
+static void legend(FILE *f)
+{
+	static const struct {
+		const char *color, *label;
+	} items[] = {
+		{ "rgb(240,135,52)", "native" },     { "rgb(232,155,45)", "kernel" },
+		{ "rgb(100,210,120)", "python" },     { "rgb(175,130,240)", "cuda kernel" },
+		{ "rgb(178,178,178)", "truncated" }, { "rgb(110,185,230)", "process" },
+	};
+
+	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++)
+		fprintf(f, "<span><span class=\"sw\" style=\"background:%s\"></span>%s</span>",
+			items[i].color, items[i].label);
+}
+
+int flamegraph__write_html(const struct profile *p, int vi, const char *title, FILE *f)
+{
+	const struct profile_config *cfg = profile__config(p);
+	struct tree t;
+	int err;
+
+	err = tree_build(&t, p, vi);
+	if (err)
+		goto cleanup;
+	if (!title || !*title)
+		title = "mlprof flame graph";
+
+	fputs(html_head, f);
+	xml_str(f, title, 0);
+	fputs(html_style, f);
+	xml_str(f, title, 0);
+	fputs("</h1><span id=\"sub\">", f);
+	xml_str(f, cfg->sample_types[vi].type ? cfg->sample_types[vi].type : "", 0);
+	fputs(" &middot; ", f);
+	xml_str(f, cfg->sample_types[vi].unit ? cfg->sample_types[vi].unit : "", 0);
+	fprintf(f, " &middot; total %" PRId64 " &middot; %zu stacks</span>", t.nodes[0].value,
+		profile__n_samples(p));
+	fputs("<span class=\"spacer\"></span><span id=\"matched\"></span>"
+	      "<input id=\"search\" type=\"search\" placeholder=\"Search (text or /regex/)  Ctrl+F\" "
+	      "autocomplete=\"off\"><button id=\"reset\" disabled>Reset zoom</button></header>\n"
+	      "<div id=\"bar\">",
+	      f);
+	legend(f);
+	fputs("<span class=\"spacer\"></span><span id=\"crumbs\"></span>", f);
+	if (t.n_kept < t.n)
+		fprintf(f,
+			"<span id=\"note\">Showing %zu of %zu frames: frames under %" PRId64
+			" are folded into their callers.</span>",
+			t.n_kept, t.n, t.cut_below);
+	if (profile__dropped(p))
+		fprintf(f, "<span id=\"note\">%" PRIu64 " samples dropped (memory bound)</span>",
+			profile__dropped(p));
+	fputs("</div>\n<div id=\"wrap\"><canvas id=\"fg\"></canvas>"
+	      "<div id=\"empty\">No samples in this profile.</div></div>\n<div id=\"tip\"></div>\n",
+	      f);
+
+	fputs("<script type=\"application/json\" id=\"fg-meta\">{\"title\":", f);
+	json_str(f, title);
+	fputs(",\"type\":", f);
+	json_str(f, cfg->sample_types[vi].type ? cfg->sample_types[vi].type : "");
+	fputs(",\"unit\":", f);
+	json_str(f, cfg->sample_types[vi].unit ? cfg->sample_types[vi].unit : "");
+	fprintf(f, ",\"total\":%" PRId64 ",\"nodes\":%zu,\"allNodes\":%zu}</script>\n",
+		t.nodes[0].value, t.n_kept, t.n);
+	fputs("<script type=\"application/json\" id=\"fg-data\">", f);
+	json_tree(f, &t, 0, &err);
+	if (err)
+		goto cleanup;
+	fputs("</script>\n", f);
+	fputs(html_script, f);
+	err = ferror(f) ? -EIO : 0;
+cleanup:
+	tree_free(&t);
+	return err;
+}
+
+/* ---- SVG ---- */
+
+static uint32_t name_hash(const char *s)
+{
+	uint64_t h = hash_bytes(s);
+
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+/* Same palette as the HTML page (flamegraph.pl-like hues per frame kind). */
+static void svg_color(const char *name, int kind, char *out, size_t len)
+{
+	double v = (name_hash(name) % 1000) / 1000.0;
+	double w = (name_hash(name) / 1000 % 1000) / 1000.0;
+	int r, g, b;
+
+	switch (kind) {
+	case ROOT_KIND:
+		r = 190, g = 190, b = 200;
+		break;
+	case FRAME_KERNEL:
+		r = 215 + (int)(35 * v), g = 125 + (int)(60 * w), b = 30 + (int)(30 * v);
+		break;
+	case FRAME_PYTHON:
+		r = 70 + (int)(60 * v), g = 185 + (int)(50 * w), b = 95 + (int)(50 * v);
+		break;
+	case FRAME_CUDA_KERNEL:
+		r = 150 + (int)(50 * v), g = 110 + (int)(40 * w), b = 225 + (int)(30 * v);
+		break;
+	case FRAME_TRUNCATED:
+		r = g = b = 165 + (int)(25 * v);
+		break;
+	case FRAME_PROCESS:
+		r = 90 + (int)(40 * v), g = 165 + (int)(40 * w), b = 215 + (int)(30 * v);
+		break;
+	default:
+		r = 225 + (int)(30 * v), g = 60 + (int)(150 * w), b = 40 + (int)(25 * v);
+	}
+	snprintf(out, len, "rgb(%d,%d,%d)", r, g, b);
+}
+
+struct svg_ctx {
+	FILE *f;
+	const struct tree *t;
+	double scale; /* pixels per value unit */
+	int64_t total;
+	const char *unit;
+	int err;
+};
+
+static void svg_node(struct svg_ctx *c, uint32_t i, double x)
+{
+	const struct tree *t = c->t;
+	const struct node *nd = &t->nodes[i];
+	const char *name = t->names[nd->name];
+	double w = (double)nd->value * c->scale;
+	double y = SVG_PAD_TOP + (double)nd->depth * SVG_ROW;
+	uint32_t *kids;
+	size_t n, fit;
+	char col[32];
+
+	if (w < 0.1) /* like flamegraph.pl --minwidth: invisible frames are left out */
+		return;
+	svg_color(name, nd->kind, col, sizeof(col));
+	fputs("<g><title>", c->f);
+	xml_str(c->f, name, 0);
+	fprintf(c->f, " (%" PRId64 " %s, %.2f%%)</title>", nd->value, c->unit,
+		c->total ? 100.0 * (double)nd->value / (double)c->total : 0.0);
+	fprintf(c->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>",
+		x, y, w, SVG_ROW - 1, col);
+	fit = (size_t)((w - 6) / (SVG_FONT * 0.59));
+	if (fit >= 3) {
+		fprintf(c->f, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + SVG_ROW - 4.5);
+		if (utf8_chars(name) <= fit) {
+			xml_str(c->f, name, 0);
+		} else {
+			xml_str(c->f, name, fit - 2);
+			fputs("..", c->f);
+		}
+		fputs("</text>", c->f);
+	}
+	fputs("</g>\n", c->f);
+
+	kids = sorted_children(t, i, &n);
+	if (!kids) {
+		c->err = -ENOMEM;
+		return;
+	}
+	for (size_t k = 0; k < n && !c->err; k++) {
+		svg_node(c, kids[k], x);
+		x += (double)t->nodes[kids[k]].value * c->scale;
+	}
+	free(kids);
+}
+
+int flamegraph__write_svg(const struct profile *p, int vi, const char *title, FILE *f)
+{
+	const struct profile_config *cfg = profile__config(p);
+	struct svg_ctx c = { .f = f };
+	struct tree t;
+	int height, err;
+
+	err = tree_build(&t, p, vi);
+	if (err)
+		goto cleanup;
+	if (!title || !*title)
+		title = "mlprof flame graph";
+	c.t = &t;
+	c.total = t.nodes[0].value;
+	c.unit = cfg->sample_types[vi].unit ? cfg->sample_types[vi].unit : "";
+	if (!strcmp(c.unit, "count"))
+		c.unit = "samples";
+	c.scale = c.total ? (double)(SVG_WIDTH - 2 * SVG_PAD_SIDE) / (double)c.total : 0;
+	height = SVG_PAD_TOP + (t.max_depth + 1) * SVG_ROW + SVG_PAD_BOTTOM;
+
+	fprintf(f,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
+		"height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+		SVG_WIDTH, height, SVG_WIDTH, height);
+	fputs("<defs><linearGradient id=\"bg\" x1=\"0\" y1=\"0\" x2=\"0\" y2=\"1\">"
+	      "<stop stop-color=\"#eeeeee\" offset=\"5%\"/><stop stop-color=\"#eeeeb0\" "
+	      "offset=\"95%\"/></linearGradient></defs>\n"
+	      "<style>text{font-family:Verdana,'DejaVu Sans',sans-serif;font-size:12px;fill:#000}"
+	      " .t{font-size:17px;text-anchor:middle} .s{font-size:12px;fill:#555;"
+	      "text-anchor:middle} g:hover rect{stroke:#000;stroke-width:0.8}</style>\n",
+	      f);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"url(#bg)\"/>\n",
+		SVG_WIDTH, height);
+	fprintf(f, "<text class=\"t\" x=\"%d\" y=\"24\">", SVG_WIDTH / 2);
+	xml_str(f, title, 0);
+	fprintf(f, "</text>\n<text class=\"s\" x=\"%d\" y=\"44\">", SVG_WIDTH / 2);
+	xml_str(f, cfg->sample_types[vi].type ? cfg->sample_types[vi].type : "", 0);
+	fprintf(f, " &#183; total %" PRId64 " ", c.total);
+	xml_str(f, c.unit, 0);
+	if (t.n_kept < t.n)
+		fprintf(f, " &#183; %zu of %zu frames shown", t.n_kept, t.n);
+	fputs("</text>\n", f);
+	if (c.total)
+		svg_node(&c, 0, SVG_PAD_SIDE);
+	else
+		fprintf(f, "<text class=\"s\" x=\"%d\" y=\"%d\">No samples</text>\n",
+			SVG_WIDTH / 2, SVG_PAD_TOP + 20);
+	err = c.err;
+	if (err)
+		goto cleanup;
+	fputs("</svg>\n", f);
+	err = ferror(f) ? -EIO : 0;
+cleanup:
+	tree_free(&t);
+	return err;
+}

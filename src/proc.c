@@ -1,0 +1,896 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Per-process cache of executable mappings with lazily opened ELF files shared by (dev, inode). */
+#define LOG_MODULE "proc"
+#include "log.h"
+
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elf.h"
+
+/* Longest /proc/PID/maps line we parse; longer lines are skipped (paths are <= PATH_MAX). */
+#define MAPS_LINE_MAX 4352
+/* Bound on executable mappings kept per process. */
+#define MAPS_MAX 65536
+/* Minimum interval between two re-reads of a live process's maps on a lookup miss. */
+#define REREAD_INTERVAL_NS (100ull * 1000 * 1000)
+/* Replaced map sets kept (for borrowed pointers) per process until gc; beyond, no re-reads. */
+#define RETIRED_MAX 32
+/* Largest [vdso] image we copy out of a process. */
+#define VDSO_MAX (256 * 1024)
+
+enum elf_state { ELF_UNTRIED = 0, ELF_OK, ELF_FAILED };
+
+/* One open ELF file shared by every mapping of the same (dev, inode). */
+struct elf_entry {
+	uint64_t inode;
+	uint32_t major, minor;
+	struct elf_file *ef;
+	size_t refs;	   /* map sets (cached or retired) that point at this entry */
+	uint64_t last_use; /* LRU tick */
+};
+
+/* One parse of /proc/PID/maps: the maps array, their strings and their ELF handles. */
+struct map_set {
+	struct proc_map *maps;
+	size_t n;
+	char *strs;		  /* NUL-separated paths the maps point into */
+	struct elf_entry **elfs;  /* per map; counted in elf_entry.refs */
+	uint8_t *state;		  /* per map: enum elf_state */
+	struct map_set *next;	  /* retired chain */
+};
+
+struct proc_entry {
+	struct proc p;		/* public part, first */
+	struct proc_entry *hnext;
+	struct proc_entry *lru_prev, *lru_next; /* most recent at head */
+	struct map_set *cur;
+	struct map_set *retired;
+	size_t n_retired;
+	bool maps_valid;	/* false after exec: next get re-reads */
+	uint64_t last_read_ns;
+	size_t last_hit;
+	struct elf_file *vdso;
+	bool vdso_tried;
+	struct proc_entry *gnext; /* graveyard chain (evicted, freed at gc) */
+};
+
+struct proc_cache {
+	struct proc_cache_config cfg;
+	char proc_root[256];
+	struct proc_entry **buckets;
+	size_t nbuckets;
+	size_t nprocs;
+	struct proc_entry *lru_head, *lru_tail;
+	struct proc_entry *graveyard;
+	size_t ngrave;
+	struct elf_entry **elfs;
+	size_t nelfs;
+	uint64_t tick;
+	uint64_t gen;
+	struct proc_cache_stats stats;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t bucket_of(const struct proc_cache *pc, pid_t pid)
+{
+	return ((uint32_t)pid * 2654435761u) & (pc->nbuckets - 1);
+}
+
+/* ---- ELF entries ---- */
+
+static void elf_entry_unref(struct proc_cache *pc, struct elf_entry *e)
+{
+	if (e && e->refs)
+		e->refs--;
+}
+
+static void elf_entry_remove(struct proc_cache *pc, size_t idx)
+{
+	struct elf_entry *e = pc->elfs[idx];
+
+	elf_file__put(e->ef);
+	free(e);
+	pc->elfs[idx] = pc->elfs[--pc->nelfs];
+	pc->stats.elf_files = pc->nelfs;
+}
+
+/* Makes room for one more entry; returns false when every entry is in use. */
+static bool elf_make_room(struct proc_cache *pc)
+{
+	size_t victim = SIZE_MAX;
+
+	if (pc->nelfs < pc->cfg.max_elf_files)
+		return true;
+	for (size_t i = 0; i < pc->nelfs; i++) {
+		if (pc->elfs[i]->refs)
+			continue;
+		if (victim == SIZE_MAX || pc->elfs[i]->last_use < pc->elfs[victim]->last_use)
+			victim = i;
+	}
+	if (victim == SIZE_MAX)
+		return false;
+	elf_entry_remove(pc, victim);
+	pc->stats.elf_evictions++;
+	return true;
+}
+
+static void map_set_free(struct proc_cache *pc, struct map_set *ms)
+{
+	if (!ms)
+		return;
+	for (size_t i = 0; i < ms->n; i++)
+		elf_entry_unref(pc, ms->elfs[i]);
+	free(ms->maps);
+	free(ms->strs);
+	free(ms->elfs);
+	free(ms->state);
+	free(ms);
+}
+
+/* ---- /proc/PID/maps parsing ---- */
+
+static bool parse_hex(const char **s, uint64_t *out)
+{
+	const char *p = *s;
+	uint64_t v = 0;
+	int n = 0;
+
+	while (n < 17) {
+		char c = *p;
+		int d;
+
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			break;
+		v = (v << 4) | (uint64_t)d;
+		p++;
+		n++;
+	}
+	if (n == 0 || n > 16)
+		return false;
+	*s = p;
+	*out = v;
+	return true;
+}
+
+static bool parse_dec(const char **s, uint64_t *out)
+{
+	const char *p = *s;
+	uint64_t v = 0;
+	int n = 0;
+
+	while (*p >= '0' && *p <= '9' && n < 20) {
+		v = v * 10 + (uint64_t)(*p - '0');
+		p++;
+		n++;
+	}
+	if (n == 0)
+		return false;
+	*s = p;
+	*out = v;
+	return true;
+}
+
+struct parsed_line {
+	uint64_t start, end, offset, inode, major, minor;
+	char perms[4];
+	const char *path;
+	size_t path_len;
+};
+
+/* Parses one NUL-terminated maps line; false when it is malformed or truncated. */
+static bool parse_maps_line(const char *s, struct parsed_line *pl)
+{
+	if (!parse_hex(&s, &pl->start) || *s++ != '-' || !parse_hex(&s, &pl->end) || *s++ != ' ')
+		return false;
+	for (int i = 0; i < 4; i++) {
+		if (!*s)
+			return false;
+		pl->perms[i] = *s++;
+	}
+	if (*s++ != ' ' || !parse_hex(&s, &pl->offset) || *s++ != ' ')
+		return false;
+	if (!parse_hex(&s, &pl->major) || *s++ != ':' || !parse_hex(&s, &pl->minor) ||
+	    *s++ != ' ')
+		return false;
+	if (!parse_dec(&s, &pl->inode))
+		return false;
+	if (*s && *s != ' ')
+		return false;
+	while (*s == ' ')
+		s++;
+	pl->path = s;
+	pl->path_len = strlen(s);
+	return pl->start < pl->end && pl->major <= UINT32_MAX && pl->minor <= UINT32_MAX;
+}
+
+struct maps_builder {
+	struct proc_map *maps;
+	size_t n, cap;
+	char *strs;
+	size_t slen, scap;
+};
+
+static int builder_add(struct maps_builder *b, const struct parsed_line *pl)
+{
+	struct proc_map *m;
+
+	if (b->n >= MAPS_MAX)
+		return -E2BIG;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 32;
+		void *p = realloc(b->maps, cap * sizeof(*b->maps));
+
+		if (!p)
+			return -ENOMEM;
+		b->maps = p;
+		b->cap = cap;
+	}
+	if (b->slen + pl->path_len + 1 > b->scap) {
+		size_t cap = b->scap ? b->scap * 2 : 1024;
+		char *p;
+
+		while (cap < b->slen + pl->path_len + 1)
+			cap *= 2;
+		p = realloc(b->strs, cap);
+		if (!p)
+			return -ENOMEM;
+		b->strs = p;
+		b->scap = cap;
+	}
+	memcpy(b->strs + b->slen, pl->path, pl->path_len);
+	b->strs[b->slen + pl->path_len] = '\0';
+
+	m = &b->maps[b->n++];
+	memset(m, 0, sizeof(*m));
+	m->start = pl->start;
+	m->end = pl->end;
+	m->offset = pl->offset;
+	m->inode = pl->inode;
+	m->dev_major = (uint32_t)pl->major;
+	m->dev_minor = (uint32_t)pl->minor;
+	m->exec = true;
+	/* strs may still move: store the offset now, fix up pointers at the end */
+	m->path = (const char *)(uintptr_t)b->slen;
+	b->slen += pl->path_len + 1;
+	return 0;
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct proc_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void handle_line(struct maps_builder *b, char *line, int *err)
+{
+	struct parsed_line pl;
+
+	if (!parse_maps_line(line, &pl))
+		return;
+	if (pl.perms[2] != 'x')
+		return;
+	if (!*err) {
+		int e = builder_add(b, &pl);
+
+		if (e == -ENOMEM)
+			*err = e;
+	}
+}
+
+/* Reads the executable mappings of pid into a new map set. */
+static int read_maps(struct proc_cache *pc, pid_t pid, struct map_set **out)
+{
+	struct maps_builder b = { 0 };
+	struct map_set *ms = NULL;
+	char path[320], buf[16384];
+	char *line = NULL;
+	size_t llen = 0;
+	bool skipping = false;
+	int fd = -1, err = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%d/maps", pc->proc_root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	line = malloc(MAPS_LINE_MAX + 1);
+	if (!line) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			char c = buf[i];
+
+			if (c == '\n') {
+				if (!skipping) {
+					line[llen] = '\0';
+					handle_line(&b, line, &err);
+				}
+				llen = 0;
+				skipping = false;
+			} else if (!skipping) {
+				if (llen >= MAPS_LINE_MAX || c == '\0')
+					skipping = true; /* overlong or binary garbage: drop */
+				else
+					line[llen++] = c;
+			}
+		}
+	}
+	if (n < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	/* a last line without '\n' may be cut mid-way: parse it only if complete enough */
+	if (llen && !skipping) {
+		line[llen] = '\0';
+		handle_line(&b, line, &err);
+	}
+	if (err)
+		goto cleanup;
+
+	ms = calloc(1, sizeof(*ms));
+	if (!ms) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if (b.n) {
+		ms->elfs = calloc(b.n, sizeof(*ms->elfs));
+		ms->state = calloc(b.n, sizeof(*ms->state));
+		if (!ms->elfs || !ms->state) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	for (size_t i = 0; i < b.n; i++)
+		b.maps[i].path = b.strs + (uintptr_t)b.maps[i].path;
+	qsort(b.maps, b.n, sizeof(*b.maps), cmp_map);
+	/* drop overlapping entries (cannot happen in a real maps file) */
+	size_t k = 0;
+
+	for (size_t i = 0; i < b.n; i++) {
+		if (k && b.maps[i].start < b.maps[k - 1].end)
+			continue;
+		b.maps[k++] = b.maps[i];
+	}
+	for (size_t i = 0; i < k; i++) {
+		struct proc_map *m = &b.maps[i];
+
+		m->fm.start = m->start;
+		m->fm.limit = m->end;
+		m->fm.file_offset = m->offset;
+		m->fm.file = m->path[0] ? m->path : NULL;
+		m->fm.build_id = NULL;
+	}
+	ms->maps = b.maps;
+	ms->n = k;
+	ms->strs = b.strs;
+	b.maps = NULL;
+	b.strs = NULL;
+	*out = ms;
+	ms = NULL;
+	pc->stats.maps_reads++;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	free(line);
+	free(b.maps);
+	free(b.strs);
+	map_set_free(pc, ms);
+	return err;
+}
+
+static void read_comm(struct proc_cache *pc, struct proc *p)
+{
+	char path[320];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d/comm", pc->proc_root, (int)p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, p->comm, sizeof(p->comm) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	p->comm[n] = '\0';
+	for (ssize_t i = 0; i < n; i++) {
+		if (p->comm[i] == '\n') {
+			p->comm[i] = '\0';
+			break;
+		}
+	}
+}
+
+/* Installs ms as the current map set of e, retiring the previous one. */
+static void install_maps(struct proc_cache *pc, struct proc_entry *e, struct map_set *ms)
+{
+	if (e->cur) {
+		e->cur->next = e->retired;
+		e->retired = e->cur;
+		e->n_retired++;
+	}
+	e->cur = ms;
+	e->p.maps = ms ? ms->maps : NULL;
+	e->p.n_maps = ms ? ms->n : 0;
+	e->p.gen = ++pc->gen;
+	e->last_hit = 0;
+	e->maps_valid = ms != NULL;
+	e->last_read_ns = now_ns();
+}
+
+/* ---- process entries ---- */
+
+static void lru_unlink(struct proc_cache *pc, struct proc_entry *e)
+{
+	if (e->lru_prev)
+		e->lru_prev->lru_next = e->lru_next;
+	else
+		pc->lru_head = e->lru_next;
+	if (e->lru_next)
+		e->lru_next->lru_prev = e->lru_prev;
+	else
+		pc->lru_tail = e->lru_prev;
+	e->lru_prev = e->lru_next = NULL;
+}
+
+static void lru_push_head(struct proc_cache *pc, struct proc_entry *e)
+{
+	e->lru_prev = NULL;
+	e->lru_next = pc->lru_head;
+	if (pc->lru_head)
+		pc->lru_head->lru_prev = e;
+	pc->lru_head = e;
+	if (!pc->lru_tail)
+		pc->lru_tail = e;
+}
+
+static void hash_unlink(struct proc_cache *pc, struct proc_entry *e)
+{
+	struct proc_entry **pp = &pc->buckets[bucket_of(pc, e->p.pid)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	e->hnext = NULL;
+}
+
+static void proc_entry_free(struct proc_cache *pc, struct proc_entry *e)
+{
+	struct map_set *ms, *next;
+
+	map_set_free(pc, e->cur);
+	for (ms = e->retired; ms; ms = next) {
+		next = ms->next;
+		map_set_free(pc, ms);
+	}
+	elf_file__put(e->vdso);
+	free(e);
+}
+
+/* Removes e from the table; its memory stays valid until gc (bounded graveyard). */
+static void proc_entry_bury(struct proc_cache *pc, struct proc_entry *e)
+{
+	hash_unlink(pc, e);
+	lru_unlink(pc, e);
+	pc->nprocs--;
+	e->gnext = pc->graveyard;
+	pc->graveyard = e;
+	pc->ngrave++;
+	if (pc->ngrave > pc->cfg.max_procs) {
+		/* free the oldest buried entry: the list is newest first */
+		struct proc_entry **pp = &pc->graveyard;
+
+		while ((*pp)->gnext)
+			pp = &(*pp)->gnext;
+		proc_entry_free(pc, *pp);
+		*pp = NULL;
+		pc->ngrave--;
+	}
+	pc->stats.procs = pc->nprocs;
+}
+
+static struct proc_entry *lookup(struct proc_cache *pc, pid_t pid)
+{
+	struct proc_entry *e;
+
+	for (e = pc->buckets[bucket_of(pc, pid)]; e; e = e->hnext)
+		if (e->p.pid == pid)
+			return e;
+	return NULL;
+}
+
+struct proc_cache *proc_cache__new(const struct proc_cache_config *cfg)
+{
+	struct proc_cache *pc;
+	size_t nb = 16;
+
+	pc = calloc(1, sizeof(*pc));
+	if (!pc)
+		return NULL;
+	pc->cfg = *cfg;
+	if (!pc->cfg.max_procs)
+		pc->cfg.max_procs = 4096;
+	if (!pc->cfg.max_elf_files)
+		pc->cfg.max_elf_files = 1024;
+	snprintf(pc->proc_root, sizeof(pc->proc_root), "%s",
+		 cfg->proc_root ? cfg->proc_root : "/proc");
+	while (nb < pc->cfg.max_procs && nb < (1u << 20))
+		nb <<= 1;
+	pc->nbuckets = nb;
+	pc->buckets = calloc(nb, sizeof(*pc->buckets));
+	pc->elfs = calloc(pc->cfg.max_elf_files, sizeof(*pc->elfs));
+	if (!pc->buckets || !pc->elfs) {
+		free(pc->buckets);
+		free(pc->elfs);
+		free(pc);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return pc;
+}
+
+void proc_cache__free(struct proc_cache *pc)
+{
+	struct proc_entry *e, *next;
+
+	if (!pc)
+		return;
+	for (e = pc->lru_head; e; e = next) {
+		next = e->lru_next;
+		proc_entry_free(pc, e);
+	}
+	for (e = pc->graveyard; e; e = next) {
+		next = e->gnext;
+		proc_entry_free(pc, e);
+	}
+	while (pc->nelfs)
+		elf_entry_remove(pc, pc->nelfs - 1);
+	free(pc->elfs);
+	free(pc->buckets);
+	free(pc);
+}
+
+struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid)
+{
+	struct proc_entry *e = lookup(pc, pid);
+	struct map_set *ms = NULL;
+	int err;
+
+	if (e) {
+		if (e->lru_prev) {
+			lru_unlink(pc, e);
+			lru_push_head(pc, e);
+		}
+		if (!e->maps_valid && !e->p.dead) {
+			read_comm(pc, &e->p);
+			if (read_maps(pc, pid, &ms) == 0)
+				install_maps(pc, e, ms);
+		}
+		return &e->p;
+	}
+
+	err = read_maps(pc, pid, &ms);
+	if (err) {
+		errno = err == -ENOENT ? ESRCH : -err;
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		map_set_free(pc, ms);
+		errno = ENOMEM;
+		return NULL;
+	}
+	e->p.pid = pid;
+	snprintf(e->p.root, sizeof(e->p.root), "/proc/%d/root", (int)pid);
+	read_comm(pc, &e->p);
+	install_maps(pc, e, ms);
+
+	if (pc->nprocs >= pc->cfg.max_procs && pc->lru_tail) {
+		proc_entry_bury(pc, pc->lru_tail);
+		pc->stats.proc_evictions++;
+	}
+	e->hnext = pc->buckets[bucket_of(pc, pid)];
+	pc->buckets[bucket_of(pc, pid)] = e;
+	lru_push_head(pc, e);
+	pc->nprocs++;
+	pc->stats.procs = pc->nprocs;
+	return &e->p;
+}
+
+static const struct proc_map *search(struct proc_entry *e, uint64_t addr)
+{
+	const struct proc_map *maps = e->p.maps;
+	size_t lo = 0, hi = e->p.n_maps;
+
+	if (!maps || !hi)
+		return NULL;
+	if (e->last_hit < hi && addr >= maps[e->last_hit].start && addr < maps[e->last_hit].end)
+		return &maps[e->last_hit];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < maps[mid].start)
+			hi = mid;
+		else if (addr >= maps[mid].end)
+			lo = mid + 1;
+		else {
+			e->last_hit = mid;
+			return &maps[mid];
+		}
+	}
+	return NULL;
+}
+
+const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *p, uint64_t addr)
+{
+	struct proc_entry *e = (struct proc_entry *)p;
+	const struct proc_map *m;
+	struct map_set *ms = NULL;
+	uint64_t now;
+
+	m = search(e, addr);
+	if (m)
+		return m;
+	if (p->dead || e->n_retired >= RETIRED_MAX)
+		goto miss;
+	now = now_ns();
+	if (e->maps_valid && now - e->last_read_ns < REREAD_INTERVAL_NS)
+		goto miss;
+	e->last_read_ns = now;
+	if (read_maps(pc, p->pid, &ms))
+		goto miss;
+	install_maps(pc, e, ms);
+	m = search(e, addr);
+	if (m)
+		return m;
+miss:
+	pc->stats.lookups_failed++;
+	return NULL;
+}
+
+static void strip_deleted(char *path)
+{
+	static const char suffix[] = " (deleted)";
+	size_t n = strlen(path), s = sizeof(suffix) - 1;
+
+	if (n > s && strcmp(path + n - s, suffix) == 0)
+		path[n - s] = '\0';
+}
+
+static struct elf_file *open_map_file(struct proc_cache *pc, struct proc_entry *e,
+				      const struct proc_map *m)
+{
+	char path[4608];
+	struct elf_file *ef;
+
+	snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, pc->proc_root,
+		 (int)e->p.pid, m->start, m->end);
+	ef = elf_file__open(path);
+	if (ef)
+		return ef;
+	if (m->path[0] != '/')
+		return NULL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%d/root%s", pc->proc_root, (int)e->p.pid,
+			     m->path) >= sizeof(path))
+		return NULL;
+	strip_deleted(path);
+	ef = elf_file__open(path);
+	if (!ef)
+		pr_debug("cannot open %s: %s", path, strerror(errno));
+	return ef;
+}
+
+static struct elf_file *load_vdso(struct proc_cache *pc, struct proc_entry *e,
+				  const struct proc_map *m)
+{
+	size_t len = (size_t)(m->end - m->start);
+	struct elf_file *ef = NULL;
+	struct iovec local, remote;
+	char path[320];
+	uint8_t *buf;
+	ssize_t n;
+	int fd;
+
+	if (len > VDSO_MAX)
+		return NULL;
+	buf = malloc(len);
+	if (!buf)
+		return NULL;
+	local.iov_base = buf;
+	local.iov_len = len;
+	remote.iov_base = (void *)(uintptr_t)m->start;
+	remote.iov_len = len;
+	n = process_vm_readv(e->p.pid, &local, 1, &remote, 1, 0);
+	if (n != (ssize_t)len) {
+		snprintf(path, sizeof(path), "%s/%d/mem", pc->proc_root, (int)e->p.pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? pread(fd, buf, len, (off_t)m->start) : -1;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (n == (ssize_t)len)
+		ef = elf_file__open_mem(buf, len, "[vdso]");
+	else
+		pr_debug("cannot read [vdso] of %d: %s", (int)e->p.pid, strerror(errno));
+	free(buf);
+	return ef;
+}
+
+struct elf_file *proc_cache__map_elf(struct proc_cache *pc, struct proc *p,
+				     const struct proc_map *m)
+{
+	struct proc_entry *e = (struct proc_entry *)p;
+	struct map_set *ms = e->cur;
+	struct elf_entry *ent = NULL;
+	struct elf_file *ef;
+	size_t idx;
+
+	/* m must belong to the current set (borrowed pointers into retired sets get NULL) */
+	if (!ms || m < ms->maps || m >= ms->maps + ms->n)
+		return NULL;
+	idx = (size_t)(m - ms->maps);
+	if (ms->state[idx] == ELF_OK) {
+		if (ms->elfs[idx]) {
+			ms->elfs[idx]->last_use = ++pc->tick;
+			return ms->elfs[idx]->ef;
+		}
+		return e->vdso;
+	}
+	if (ms->state[idx] == ELF_FAILED)
+		return NULL;
+	ms->state[idx] = ELF_FAILED;
+
+	if (strcmp(m->path, "[vdso]") == 0) {
+		if (!e->vdso_tried) {
+			e->vdso_tried = true;
+			e->vdso = load_vdso(pc, e, m);
+		}
+		if (!e->vdso) {
+			pc->stats.lookups_failed++;
+			return NULL;
+		}
+		ms->state[idx] = ELF_OK;
+		ms->maps[idx].fm.build_id = elf_file__build_id(e->vdso);
+		return e->vdso;
+	}
+	if (m->path[0] != '/' || m->inode == 0)
+		return NULL;
+
+	for (size_t i = 0; i < pc->nelfs; i++) {
+		struct elf_entry *x = pc->elfs[i];
+
+		if (x->inode == m->inode && x->major == m->dev_major && x->minor == m->dev_minor) {
+			ent = x;
+			break;
+		}
+	}
+	if (!ent) {
+		if (!elf_make_room(pc)) {
+			pc->stats.lookups_failed++;
+			return NULL;
+		}
+		ef = open_map_file(pc, e, m);
+		if (!ef) {
+			pc->stats.lookups_failed++;
+			return NULL;
+		}
+		ent = calloc(1, sizeof(*ent));
+		if (!ent) {
+			elf_file__put(ef);
+			return NULL;
+		}
+		ent->inode = m->inode;
+		ent->major = m->dev_major;
+		ent->minor = m->dev_minor;
+		ent->ef = ef;
+		pc->elfs[pc->nelfs++] = ent;
+		pc->stats.elf_files = pc->nelfs;
+	}
+	ent->refs++;
+	ent->last_use = ++pc->tick;
+	ms->elfs[idx] = ent;
+	ms->state[idx] = ELF_OK;
+	ms->maps[idx].fm.build_id = elf_file__build_id(ent->ef);
+	return ent->ef;
+}
+
+int proc_map__to_vaddr(const struct proc_map *m, struct elf_file *ef, uint64_t addr,
+		       uint64_t *vaddr)
+{
+	if (!m || !ef || addr < m->start || addr >= m->end)
+		return -EINVAL;
+	return elf_file__offset_to_vaddr(ef, addr - m->start + m->offset, vaddr);
+}
+
+void proc_cache__on_exec(struct proc_cache *pc, pid_t pid)
+{
+	struct proc_entry *e = lookup(pc, pid);
+
+	if (!e)
+		return;
+	install_maps(pc, e, NULL);
+	e->p.dead = false;
+	if (e->vdso) {
+		elf_file__put(e->vdso);
+		e->vdso = NULL;
+	}
+	e->vdso_tried = false;
+}
+
+void proc_cache__on_exit(struct proc_cache *pc, pid_t pid)
+{
+	struct proc_entry *e = lookup(pc, pid);
+
+	if (e)
+		e->p.dead = true;
+}
+
+void proc_cache__gc(struct proc_cache *pc)
+{
+	struct proc_entry *e, *next;
+	struct map_set *ms, *mnext;
+
+	for (e = pc->graveyard; e; e = next) {
+		next = e->gnext;
+		proc_entry_free(pc, e);
+	}
+	pc->graveyard = NULL;
+	pc->ngrave = 0;
+	for (e = pc->lru_head; e; e = next) {
+		next = e->lru_next;
+		if (e->p.dead) {
+			hash_unlink(pc, e);
+			lru_unlink(pc, e);
+			pc->nprocs--;
+			proc_entry_free(pc, e);
+			continue;
+		}
+		for (ms = e->retired; ms; ms = mnext) {
+			mnext = ms->next;
+			map_set_free(pc, ms);
+		}
+		e->retired = NULL;
+		e->n_retired = 0;
+	}
+	for (size_t i = pc->nelfs; i-- > 0;)
+		if (!pc->elfs[i]->refs)
+			elf_entry_remove(pc, i);
+	pc->stats.procs = pc->nprocs;
+	pc->stats.elf_files = pc->nelfs;
+}
+
+void proc_cache__stats(const struct proc_cache *pc, struct proc_cache_stats *out)
+{
+	*out = pc->stats;
+	out->procs = pc->nprocs;
+	out->elf_files = pc->nelfs;
+}

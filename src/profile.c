@@ -1,0 +1,899 @@
+// SPDX-License-Identifier: Apache-2.0
+/* In-memory profile: interns strings, mappings, functions and locations; merges samples. */
+#include "profile.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOG_MODULE "profile"
+#include "log.h"
+
+/*
+ * Design notes:
+ *  - Every table is a growable array of records plus an open-addressing hash index
+ *    (power-of-two capacity, linear probing, grows by doubling at 1/2 load). Index slots
+ *    hold the record's 32-bit hash and its 1-based index (0 = empty), so resizing never
+ *    looks at the records.
+ *  - Strings live in one chunked arena (stable pointers) and are interned, so every
+ *    other table compares strings by pointer.
+ *  - Text outputs name kernel frames "func_[k]" (Brendan Gregg's stackcollapse convention,
+ *    understood by flamegraph.pl --color=java); pprof keeps the plain function name.
+ */
+
+#define ARENA_CHUNK (64 * 1024)
+#define MIN_TABLE_CAP 64
+
+struct slot {
+	uint32_t hash;
+	uint32_t idx; /* 1-based record index, 0 = empty */
+};
+
+struct htab {
+	struct slot *slots;
+	uint32_t cap; /* power of two, or 0 */
+	uint32_t n;
+};
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, size;
+	char data[];
+};
+
+struct mapping {
+	uint64_t start, limit, file_offset;
+	const char *file;     /* interned, "" when none */
+	const char *build_id; /* interned, "" when none */
+	uint32_t n_locs, n_named; /* locations in this mapping, those with a function */
+};
+
+struct function {
+	const char *name; /* interned */
+	const char *file; /* interned, "" when unknown */
+};
+
+struct location {
+	uint64_t address;
+	uint32_t mapping_id;  /* 0 when none */
+	uint32_t function_id; /* 0 when unknown */
+	int64_t line;
+	enum frame_kind kind;
+};
+
+struct sample {
+	uint32_t loc_start, n_locs;	/* into p->loc_ids */
+	uint32_t label_start, n_labels; /* into p->labels */
+	uint32_t hash;
+};
+
+struct profile {
+	struct profile_config cfg;
+	int n_types;
+
+	struct arena_chunk *arena;
+	size_t arena_bytes;
+	const char **strs;
+	uint32_t n_strs, cap_strs;
+	struct htab str_idx;
+
+	struct mapping *maps;
+	uint32_t n_maps, cap_maps;
+	struct htab map_idx;
+
+	struct function *funcs;
+	uint32_t n_funcs, cap_funcs;
+	struct htab func_idx;
+
+	struct location *locs;
+	uint32_t n_locs, cap_locs;
+	struct htab loc_idx;
+
+	struct sample *samples;
+	uint32_t n_samples, cap_samples;
+	struct htab sample_idx;
+	uint32_t *loc_ids; /* location id sequences of all samples */
+	size_t n_loc_ids, cap_loc_ids;
+	struct profile_label *labels; /* interned labels of all samples */
+	size_t n_labels, cap_labels;
+	int64_t *values; /* n_types per sample */
+	size_t cap_values;
+
+	int64_t totals[PROFILE_MAX_SAMPLE_TYPES];
+	uint64_t dropped;
+};
+
+/* ---- hashing ---- */
+
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 33);
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint32_t fold32(uint64_t h)
+{
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+/* ---- generic open-addressing index ---- */
+
+typedef bool (*htab_eq_fn)(const struct profile *p, uint32_t idx, const void *key);
+
+/* Returns the 1-based index of a matching record or 0. */
+static uint32_t htab_find(const struct htab *t, const struct profile *p, uint32_t hash,
+			  htab_eq_fn eq, const void *key)
+{
+	if (!t->cap)
+		return 0;
+	for (uint32_t i = hash & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+		const struct slot *s = &t->slots[i];
+
+		if (!s->idx)
+			return 0;
+		if (s->hash == hash && eq(p, s->idx, key))
+			return s->idx;
+	}
+}
+
+static int htab_grow(struct htab *t)
+{
+	uint32_t ncap = t->cap ? t->cap * 2 : MIN_TABLE_CAP;
+	struct slot *ns;
+
+	if (ncap < t->cap)
+		return -ENOMEM;
+	ns = calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->cap; i++) {
+		struct slot *s = &t->slots[i];
+		uint32_t j;
+
+		if (!s->idx)
+			continue;
+		for (j = s->hash & (ncap - 1); ns[j].idx; j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = *s;
+	}
+	free(t->slots);
+	t->slots = ns;
+	t->cap = ncap;
+	return 0;
+}
+
+/* Makes room for one more entry; call before the record itself is appended. */
+static int htab_reserve(struct htab *t)
+{
+	if ((t->n + 1) * 2 > t->cap)
+		return htab_grow(t);
+	return 0;
+}
+
+static void htab_insert(struct htab *t, uint32_t hash, uint32_t idx)
+{
+	uint32_t j;
+
+	for (j = hash & (t->cap - 1); t->slots[j].idx; j = (j + 1) & (t->cap - 1))
+		;
+	t->slots[j].hash = hash;
+	t->slots[j].idx = idx;
+	t->n++;
+}
+
+/* Grows a record array so that it holds at least need elements. */
+static int grow_array(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 16;
+	void *na;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > SIZE_MAX / elem)
+		return -ENOMEM;
+	na = realloc(*arr, ncap * elem);
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
+#define GROW(arr, capvar, need)                                                            \
+	({                                                                                 \
+		size_t _cap = (capvar);                                                    \
+		void *_a = (arr);                                                          \
+		int _e = grow_array(&_a, &_cap, (need), sizeof(*(arr)));                   \
+		if (!_e) {                                                                 \
+			(arr) = _a;                                                        \
+			(capvar) = _cap;                                                   \
+		}                                                                          \
+		_e;                                                                        \
+	})
+
+/* ---- strings ---- */
+
+static bool str_eq(const struct profile *p, uint32_t idx, const void *key)
+{
+	return strcmp(p->strs[idx - 1], key) == 0;
+}
+
+static char *arena_alloc(struct profile *p, size_t len)
+{
+	struct arena_chunk *c = p->arena;
+
+	if (!c || c->size - c->used < len) {
+		size_t sz = len > ARENA_CHUNK ? len : ARENA_CHUNK;
+
+		c = malloc(sizeof(*c) + sz);
+		if (!c)
+			return NULL;
+		c->size = sz;
+		c->used = 0;
+		/* keep the partly used chunk at the head when the new one is a one-off */
+		if (p->arena && len > ARENA_CHUNK) {
+			c->next = p->arena->next;
+			p->arena->next = c;
+		} else {
+			c->next = p->arena;
+			p->arena = c;
+		}
+		p->arena_bytes += sizeof(*c) + sz;
+	}
+	c->used += len;
+	return c->data + c->used - len;
+}
+
+/* Looks s up; when insert is set, copies it into the arena if new. NULL if absent/ENOMEM. */
+static const char *intern(struct profile *p, const char *s, bool insert)
+{
+	uint32_t h, idx;
+	size_t len;
+	char *copy;
+
+	if (!s)
+		s = "";
+	h = fold32(hash_str(s));
+	idx = htab_find(&p->str_idx, p, h, str_eq, s);
+	if (idx)
+		return p->strs[idx - 1];
+	if (!insert)
+		return NULL;
+	if (htab_reserve(&p->str_idx) || GROW(p->strs, p->cap_strs, p->n_strs + 1))
+		return NULL;
+	len = strlen(s) + 1;
+	copy = arena_alloc(p, len);
+	if (!copy)
+		return NULL;
+	memcpy(copy, s, len);
+	p->strs[p->n_strs++] = copy;
+	htab_insert(&p->str_idx, h, p->n_strs);
+	return copy;
+}
+
+/* ---- mappings ---- */
+
+static uint32_t map_hash(const struct mapping *m)
+{
+	uint64_t h = mix64(mix64(mix64(1, m->start), m->limit), m->file_offset);
+
+	h = mix64(h, (uintptr_t)m->file);
+	return fold32(mix64(h, (uintptr_t)m->build_id));
+}
+
+static bool map_eq(const struct profile *p, uint32_t idx, const void *key)
+{
+	const struct mapping *a = &p->maps[idx - 1], *b = key;
+
+	return a->start == b->start && a->limit == b->limit &&
+	       a->file_offset == b->file_offset && a->file == b->file &&
+	       a->build_id == b->build_id;
+}
+
+/* Returns the 1-based mapping id, 0 if absent (lookup) or on error (*err set). */
+static uint32_t map_get(struct profile *p, const struct frame_mapping *fm, bool insert, int *err)
+{
+	struct mapping m = {
+		.start = fm->start,
+		.limit = fm->limit,
+		.file_offset = fm->file_offset,
+	};
+	uint32_t h, id;
+
+	m.file = intern(p, fm->file, insert);
+	m.build_id = intern(p, fm->build_id, insert);
+	if (!m.file || !m.build_id) {
+		if (insert)
+			*err = -ENOMEM;
+		return 0;
+	}
+	h = map_hash(&m);
+	id = htab_find(&p->map_idx, p, h, map_eq, &m);
+	if (id || !insert)
+		return id;
+	if (htab_reserve(&p->map_idx) || GROW(p->maps, p->cap_maps, p->n_maps + 1)) {
+		*err = -ENOMEM;
+		return 0;
+	}
+	p->maps[p->n_maps++] = m;
+	htab_insert(&p->map_idx, h, p->n_maps);
+	return p->n_maps;
+}
+
+/* ---- functions ---- */
+
+static bool func_eq(const struct profile *p, uint32_t idx, const void *key)
+{
+	const struct function *a = &p->funcs[idx - 1], *b = key;
+
+	return a->name == b->name && a->file == b->file;
+}
+
+static uint32_t func_get(struct profile *p, const char *name, const char *file, bool insert,
+			 int *err)
+{
+	struct function f;
+	uint32_t h, id;
+
+	f.name = intern(p, name, insert);
+	f.file = intern(p, file, insert);
+	if (!f.name || !f.file) {
+		if (insert)
+			*err = -ENOMEM;
+		return 0;
+	}
+	h = fold32(mix64(mix64(2, (uintptr_t)f.name), (uintptr_t)f.file));
+	id = htab_find(&p->func_idx, p, h, func_eq, &f);
+	if (id || !insert)
+		return id;
+	if (htab_reserve(&p->func_idx) || GROW(p->funcs, p->cap_funcs, p->n_funcs + 1)) {
+		*err = -ENOMEM;
+		return 0;
+	}
+	p->funcs[p->n_funcs++] = f;
+	htab_insert(&p->func_idx, h, p->n_funcs);
+	return p->n_funcs;
+}
+
+/* ---- locations ---- */
+
+/*
+ * A location's identity: native frames by mapping + address, kernel frames by address,
+ * everything else (python, cuda, truncated, process, address-less frames) by
+ * function + line + kind. Fields not part of the identity are zero in the key.
+ */
+struct loc_key {
+	enum frame_kind kind;
+	uint64_t address;
+	uint32_t mapping_id;
+	uint32_t function_id;
+	int64_t line;
+};
+
+static bool loc_eq(const struct profile *p, uint32_t idx, const void *key)
+{
+	const struct location *a = &p->locs[idx - 1];
+	const struct loc_key *k = key;
+
+	if (a->kind != k->kind)
+		return false;
+	if (k->address)
+		return a->address == k->address && a->mapping_id == k->mapping_id;
+	return a->address == 0 && a->function_id == k->function_id && a->line == k->line;
+}
+
+static uint32_t loc_hash(const struct loc_key *k)
+{
+	uint64_t h = mix64(3, (uint64_t)k->kind);
+
+	if (k->address)
+		h = mix64(mix64(h, k->address), k->mapping_id);
+	else
+		h = mix64(mix64(h, k->function_id), (uint64_t)k->line);
+	return fold32(h);
+}
+
+static const char *default_name(const struct frame *f)
+{
+	switch (f->kind) {
+	case FRAME_TRUNCATED:
+		return "[truncated]";
+	case FRAME_PROCESS:
+		return "[unknown process]";
+	case FRAME_PYTHON:
+		return "[unknown python]";
+	case FRAME_CUDA_KERNEL:
+		return "[unknown cuda kernel]";
+	default:
+		return NULL;
+	}
+}
+
+/* Resolves a frame to a location id; 0 if absent (lookup) or on error (*err set). */
+static uint32_t loc_get(struct profile *p, const struct frame *f, bool insert, int *err)
+{
+	bool by_addr = (f->kind == FRAME_NATIVE || f->kind == FRAME_KERNEL) && f->addr;
+	const char *fname = f->function ? f->function : default_name(f);
+	struct loc_key k = { .kind = f->kind };
+	uint32_t h, id, fid = 0, mid = 0;
+
+	if (by_addr) {
+		k.address = f->addr;
+		if (f->kind == FRAME_NATIVE && f->map) {
+			mid = map_get(p, f->map, insert, err);
+			if (!mid)
+				return 0;
+		}
+		k.mapping_id = mid;
+	} else {
+		if (!fname)
+			fname = "[unknown]";
+		k.function_id = func_get(p, fname, f->file, insert, err);
+		if (!k.function_id)
+			return 0;
+		k.line = f->line;
+	}
+	h = loc_hash(&k);
+	id = htab_find(&p->loc_idx, p, h, loc_eq, &k);
+	if (id || !insert)
+		return id;
+
+	if (by_addr && fname) {
+		fid = func_get(p, fname, f->file, true, err);
+		if (!fid)
+			return 0;
+	} else if (!by_addr) {
+		fid = k.function_id;
+	}
+	if (htab_reserve(&p->loc_idx) || GROW(p->locs, p->cap_locs, p->n_locs + 1)) {
+		*err = -ENOMEM;
+		return 0;
+	}
+	p->locs[p->n_locs++] = (struct location){
+		.address = f->addr,
+		.mapping_id = mid,
+		.function_id = fid,
+		.line = fid ? f->line : 0,
+		.kind = f->kind,
+	};
+	if (mid) {
+		p->maps[mid - 1].n_locs++;
+		p->maps[mid - 1].n_named += fid != 0;
+	}
+	htab_insert(&p->loc_idx, h, p->n_locs);
+	return p->n_locs;
+}
+
+/* ---- samples ---- */
+
+struct sample_key {
+	const uint32_t *loc_ids;
+	int n_locs;
+	const struct profile_label *labels; /* interned */
+	int n_labels;
+};
+
+static bool sample_eq(const struct profile *p, uint32_t idx, const void *key)
+{
+	const struct sample *s = &p->samples[idx - 1];
+	const struct sample_key *k = key;
+
+	if (s->n_locs != (uint32_t)k->n_locs || s->n_labels != (uint32_t)k->n_labels)
+		return false;
+	if (memcmp(&p->loc_ids[s->loc_start], k->loc_ids, k->n_locs * sizeof(uint32_t)))
+		return false;
+	for (int i = 0; i < k->n_labels; i++) {
+		const struct profile_label *a = &p->labels[s->label_start + i], *b = &k->labels[i];
+
+		if (a->key != b->key || a->str != b->str || a->num != b->num ||
+		    a->num_unit != b->num_unit)
+			return false;
+	}
+	return true;
+}
+
+static uint32_t sample_hash(const struct sample_key *k)
+{
+	uint64_t h = mix64(4, (uint64_t)k->n_locs);
+
+	for (int i = 0; i < k->n_locs; i++)
+		h = mix64(h, k->loc_ids[i]);
+	for (int i = 0; i < k->n_labels; i++) {
+		h = mix64(h, (uintptr_t)k->labels[i].key);
+		h = mix64(h, (uintptr_t)k->labels[i].str);
+		h = mix64(h, (uint64_t)k->labels[i].num);
+		h = mix64(h, (uintptr_t)k->labels[i].num_unit);
+	}
+	return fold32(h);
+}
+
+static int label_cmp(const void *a, const void *b)
+{
+	const struct profile_label *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c)
+		return c;
+	if (!x->str != !y->str)
+		return x->str ? -1 : 1;
+	if (x->str)
+		return strcmp(x->str, y->str);
+	if (x->num != y->num)
+		return x->num < y->num ? -1 : 1;
+	return strcmp(x->num_unit ? x->num_unit : "", y->num_unit ? y->num_unit : "");
+}
+
+/* Interns labels (sorted, so the order callers pass them in does not matter). */
+static int intern_labels(struct profile *p, const struct profile_label *in, int n,
+			 struct profile_label *out, bool insert)
+{
+	for (int i = 0; i < n; i++) {
+		out[i].key = intern(p, in[i].key, insert);
+		out[i].str = in[i].str ? intern(p, in[i].str, insert) : NULL;
+		out[i].num = in[i].str ? 0 : in[i].num;
+		out[i].num_unit =
+			(!in[i].str && in[i].num_unit) ? intern(p, in[i].num_unit, insert) : NULL;
+		if (!out[i].key || (in[i].str && !out[i].str) ||
+		    (!in[i].str && in[i].num_unit && !out[i].num_unit))
+			return insert ? -ENOMEM : -ENOENT;
+	}
+	qsort(out, n, sizeof(*out), label_cmp);
+	return 0;
+}
+
+static void add_values(struct profile *p, uint32_t sid, const int64_t *values)
+{
+	int64_t *v = &p->values[(size_t)(sid - 1) * p->n_types];
+
+	for (int i = 0; i < p->n_types; i++) {
+		v[i] += values[i];
+		p->totals[i] += values[i];
+	}
+}
+
+/* Rough cost of adding a new sample with n_frames frames (records, strings, index slots). */
+static size_t sample_cost(const struct frame *frames, int n_frames, int n_labels, int n_types)
+{
+	size_t c = sizeof(struct sample) + 2 * sizeof(struct slot) + n_types * sizeof(int64_t) +
+		   n_labels * (sizeof(struct profile_label) + 32);
+
+	return c + (size_t)n_frames * sizeof(uint32_t);
+}
+
+static size_t new_frame_cost(const struct frame *f)
+{
+	size_t c = sizeof(struct location) + sizeof(struct function) + 4 * sizeof(struct slot);
+
+	if (f->function)
+		c += strlen(f->function) + 1;
+	if (f->file)
+		c += strlen(f->file) + 1;
+	return c;
+}
+
+int profile__add(struct profile *p, const struct frame *frames, int n_frames,
+		 const int64_t *values, const struct profile_label *labels, int n_labels)
+{
+	struct profile_label lab[PROFILE_MAX_LABELS];
+	struct sample_key key;
+	uint32_t *ids = NULL;
+	size_t need = 0;
+	uint32_t h, sid;
+	bool known = true;
+	int err = 0;
+
+	if (!p || n_frames < 0 || (n_frames && !frames) || !values || n_labels < 0 ||
+	    n_labels > PROFILE_MAX_LABELS || (n_labels && !labels))
+		return -EINVAL;
+	ids = malloc((n_frames ? n_frames : 1) * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+
+	/* Pass 1: lookup only, so a full profile can still merge into existing samples. */
+	for (int i = 0; i < n_frames; i++) {
+		ids[i] = loc_get(p, &frames[i], false, &err);
+		if (!ids[i]) {
+			known = false;
+			need += new_frame_cost(&frames[i]);
+		}
+	}
+	if (known && intern_labels(p, labels, n_labels, lab, false))
+		known = false;
+	if (known) {
+		key = (struct sample_key){ ids, n_frames, lab, n_labels };
+		h = sample_hash(&key);
+		sid = htab_find(&p->sample_idx, p, h, sample_eq, &key);
+		if (sid) {
+			add_values(p, sid, values);
+			goto cleanup;
+		}
+	}
+
+	need += sample_cost(frames, n_frames, n_labels, p->n_types);
+	if (p->cfg.max_bytes && profile__bytes(p) + need > p->cfg.max_bytes) {
+		p->dropped++;
+		err = -ENOSPC;
+		goto cleanup;
+	}
+
+	/* Pass 2: intern everything. */
+	for (int i = 0; i < n_frames; i++) {
+		if (!ids[i])
+			ids[i] = loc_get(p, &frames[i], true, &err);
+		if (!ids[i]) {
+			err = err ? err : -ENOMEM;
+			goto cleanup;
+		}
+	}
+	err = intern_labels(p, labels, n_labels, lab, true);
+	if (err)
+		goto cleanup;
+	key = (struct sample_key){ ids, n_frames, lab, n_labels };
+	h = sample_hash(&key);
+	sid = htab_find(&p->sample_idx, p, h, sample_eq, &key);
+	if (sid) {
+		add_values(p, sid, values);
+		goto cleanup;
+	}
+	if (htab_reserve(&p->sample_idx) ||
+	    GROW(p->samples, p->cap_samples, p->n_samples + 1) ||
+	    GROW(p->loc_ids, p->cap_loc_ids, p->n_loc_ids + n_frames) ||
+	    GROW(p->labels, p->cap_labels, p->n_labels + n_labels) ||
+	    GROW(p->values, p->cap_values, (size_t)(p->n_samples + 1) * p->n_types)) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	memcpy(&p->loc_ids[p->n_loc_ids], ids, n_frames * sizeof(*ids));
+	memcpy(&p->labels[p->n_labels], lab, n_labels * sizeof(*lab));
+	p->samples[p->n_samples] = (struct sample){
+		.loc_start = (uint32_t)p->n_loc_ids,
+		.n_locs = (uint32_t)n_frames,
+		.label_start = (uint32_t)p->n_labels,
+		.n_labels = (uint32_t)n_labels,
+		.hash = h,
+	};
+	memset(&p->values[(size_t)p->n_samples * p->n_types], 0, p->n_types * sizeof(int64_t));
+	p->n_loc_ids += n_frames;
+	p->n_labels += n_labels;
+	p->n_samples++;
+	htab_insert(&p->sample_idx, h, p->n_samples);
+	add_values(p, p->n_samples, values);
+	err = 0;
+cleanup:
+	free(ids);
+	return err;
+}
+
+/* ---- lifecycle and accessors ---- */
+
+struct profile *profile__new(const struct profile_config *cfg)
+{
+	struct profile *p;
+
+	if (!cfg || cfg->n_sample_types < 1 || cfg->n_sample_types > PROFILE_MAX_SAMPLE_TYPES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->cfg = *cfg;
+	p->n_types = cfg->n_sample_types;
+	return p;
+}
+
+void profile__free(struct profile *p)
+{
+	struct arena_chunk *c, *next;
+
+	if (!p)
+		return;
+	for (c = p->arena; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(p->strs);
+	free(p->str_idx.slots);
+	free(p->maps);
+	free(p->map_idx.slots);
+	free(p->funcs);
+	free(p->func_idx.slots);
+	free(p->locs);
+	free(p->loc_idx.slots);
+	free(p->samples);
+	free(p->sample_idx.slots);
+	free(p->loc_ids);
+	free(p->labels);
+	free(p->values);
+	free(p);
+}
+
+void profile__set_duration(struct profile *p, int64_t duration_nanos)
+{
+	p->cfg.duration_nanos = duration_nanos;
+}
+
+const struct profile_config *profile__config(const struct profile *p)
+{
+	return &p->cfg;
+}
+
+size_t profile__n_samples(const struct profile *p)
+{
+	return p->n_samples;
+}
+
+int64_t profile__total(const struct profile *p, int vi)
+{
+	if (vi < 0 || vi >= p->n_types)
+		return 0;
+	return p->totals[vi];
+}
+
+uint64_t profile__dropped(const struct profile *p)
+{
+	return p->dropped;
+}
+
+size_t profile__bytes(const struct profile *p)
+{
+	return sizeof(*p) + p->arena_bytes + p->cap_strs * sizeof(*p->strs) +
+	       (size_t)(p->str_idx.cap + p->map_idx.cap + p->func_idx.cap + p->loc_idx.cap +
+			p->sample_idx.cap) *
+		       sizeof(struct slot) +
+	       p->cap_maps * sizeof(*p->maps) + p->cap_funcs * sizeof(*p->funcs) +
+	       p->cap_locs * sizeof(*p->locs) + p->cap_samples * sizeof(*p->samples) +
+	       p->cap_loc_ids * sizeof(*p->loc_ids) + p->cap_labels * sizeof(*p->labels) +
+	       p->cap_values * sizeof(*p->values);
+}
+
+int profile__for_each_sample(const struct profile *p, profile_sample_cb cb, void *ctx)
+{
+	for (uint32_t i = 0; i < p->n_samples; i++) {
+		const struct sample *s = &p->samples[i];
+		struct profile_sample_view v = {
+			.location_ids = &p->loc_ids[s->loc_start],
+			.n_locations = (int)s->n_locs,
+			.values = &p->values[(size_t)i * p->n_types],
+			.labels = &p->labels[s->label_start],
+			.n_labels = (int)s->n_labels,
+		};
+		int ret = cb(&v, ctx);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+size_t profile__n_locations(const struct profile *p)
+{
+	return p->n_locs;
+}
+
+size_t profile__n_functions(const struct profile *p)
+{
+	return p->n_funcs;
+}
+
+size_t profile__n_mappings(const struct profile *p)
+{
+	return p->n_maps;
+}
+
+void profile__location(const struct profile *p, size_t idx, struct profile_location_view *out)
+{
+	const struct location *l = &p->locs[idx];
+
+	*out = (struct profile_location_view){
+		.id = idx + 1,
+		.address = l->address,
+		.mapping_id = l->mapping_id,
+		.function_id = l->function_id,
+		.line = l->line,
+		.kind = l->kind,
+	};
+}
+
+void profile__function(const struct profile *p, size_t idx, struct profile_function_view *out)
+{
+	const struct function *f = &p->funcs[idx];
+
+	*out = (struct profile_function_view){
+		.id = idx + 1,
+		.name = f->name,
+		.filename = f->file,
+	};
+}
+
+void profile__mapping(const struct profile *p, size_t idx, struct profile_mapping_view *out)
+{
+	const struct mapping *m = &p->maps[idx];
+
+	*out = (struct profile_mapping_view){
+		.id = idx + 1,
+		.start = m->start,
+		.limit = m->limit,
+		.file_offset = m->file_offset,
+		.file = m->file,
+		.build_id = m->build_id,
+		/* pprof only symbolizes mappings without has_functions: require all named */
+		.has_functions = m->n_locs && m->n_named == m->n_locs,
+	};
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* Python files are shown relative to site-packages, like py-spy does. */
+static const char *short_py_file(const char *file)
+{
+	static const char *const roots[] = { "site-packages/", "dist-packages/" };
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		const char *s = strstr(file, roots[i]);
+
+		if (s)
+			return s + strlen(roots[i]);
+	}
+	return file;
+}
+
+const char *profile__location_name(const struct profile *p, uint32_t location_id, char *buf,
+				   size_t len)
+{
+	const struct location *l;
+	const struct function *f;
+
+	if (!len)
+		return buf;
+	if (!location_id || location_id > p->n_locs) {
+		snprintf(buf, len, "[invalid location]");
+		return buf;
+	}
+	l = &p->locs[location_id - 1];
+	f = l->function_id ? &p->funcs[l->function_id - 1] : NULL;
+	if (f) {
+		if (l->kind == FRAME_KERNEL)
+			snprintf(buf, len, "%s_[k]", f->name);
+		else if (l->kind == FRAME_PYTHON && f->file[0] && l->line)
+			snprintf(buf, len, "%s (%s:%" PRId64 ")", f->name, short_py_file(f->file),
+				 l->line);
+		else if (l->kind == FRAME_PYTHON && f->file[0])
+			snprintf(buf, len, "%s (%s)", f->name, short_py_file(f->file));
+		else
+			snprintf(buf, len, "%s", f->name);
+	} else if (l->mapping_id) {
+		const struct mapping *m = &p->maps[l->mapping_id - 1];
+		const char *mod = m->file[0] ? basename_of(m->file) : "[unknown]";
+
+		snprintf(buf, len, "%s+0x%" PRIx64, mod, l->address - m->start + m->file_offset);
+	} else if (l->kind == FRAME_KERNEL) {
+		snprintf(buf, len, "0x%" PRIx64 "_[k]", l->address);
+	} else {
+		snprintf(buf, len, "0x%" PRIx64, l->address);
+	}
+	return buf;
+}

@@ -1,0 +1,647 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Function symbol tables per ELF object (symtab/dynsym/MiniDebugInfo/debug files), LRU cache. */
+#include <errno.h>
+#include <linux/elf.h>
+#include <lzma.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elf.h"
+#include "symcache.h"
+
+#define LOG_MODULE "symcache"
+#include "log.h"
+
+#ifndef STT_GNU_IFUNC
+#define STT_GNU_IFUNC 10
+#endif
+
+#define SC_BUCKETS 1024			/* hash buckets for tables (chained) */
+#define SC_DEMANGLE_SLOTS 512		/* direct-mapped cache of demangled names */
+#define SC_DEFAULT_MAX_BYTES (256u << 20)
+#define SC_MINIDEBUG_MAX (256u << 20)	/* bound on decompressed .gnu_debugdata */
+#define SC_LZMA_MEMLIMIT (128u << 20)	/* decoder memory bound */
+#define SC_SIZE_BITS 30
+#define SC_SIZE_MAX ((1u << SC_SIZE_BITS) - 1)
+#define SC_NAMES_MAX UINT32_MAX		/* 32-bit arena offsets */
+
+/* Where a symbol came from; index into src_names. Also the tie-break order for aliases. */
+enum sym_src { SRC_SYMTAB = 0, SRC_DEBUGINFO, SRC_MINIDEBUG, SRC_DYNSYM };
+static const char *const src_names[] = { "symtab", "debuginfo", "minidebuginfo", "dynsym" };
+
+/* One function symbol: 16 bytes. */
+struct sym {
+	uint64_t addr;
+	uint32_t name;	   /* offset in the table's arena */
+	uint32_t size_src; /* size (low 30 bits, already extended for size-0 symbols) | src << 30 */
+};
+
+struct symtab {
+	char *key;
+	uint64_t hash;
+	uint64_t gen; /* unique id: keys the demangle cache, never reused */
+	struct sym *syms;
+	uint32_t nsyms;
+	char *names;
+	size_t bytes;
+	struct symtab *hnext;
+	struct symtab *lru_prev, *lru_next; /* lru_prev = more recent */
+};
+
+struct demangled {
+	uint64_t gen;
+	uint32_t idx;
+	char *name;
+};
+
+struct symcache {
+	size_t max_bytes;
+	char *debug_dirs;
+	struct symtab *buckets[SC_BUCKETS];
+	struct symtab *lru_head, *lru_tail; /* head = most recently used */
+	struct symcache_stats stats;
+	uint64_t next_gen;
+	struct demangled dm[SC_DEMANGLE_SLOTS];
+};
+
+/* Symbol while a table is being built; names point into the source ELF images. */
+struct build_sym {
+	uint64_t addr, size, sec_end;
+	const char *name;
+	uint8_t rank; /* 0 global, 1 weak, 2 local/other */
+	uint8_t src;
+};
+
+struct builder {
+	struct build_sym *v;
+	size_t n, cap;
+	struct elf_file *keep[4]; /* images whose strings the builder points into */
+	int nkeep;
+};
+
+static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* See symcache.h. */
+struct symcache *symcache__new(const struct symcache_config *cfg)
+{
+	struct symcache *sc = calloc(1, sizeof(*sc));
+	const char *dirs = cfg && cfg->debug_dirs ? cfg->debug_dirs : "/usr/lib/debug";
+
+	if (!sc)
+		return NULL;
+	sc->max_bytes = cfg && cfg->max_bytes ? cfg->max_bytes : SC_DEFAULT_MAX_BYTES;
+	sc->debug_dirs = strdup(dirs);
+	if (!sc->debug_dirs) {
+		free(sc);
+		errno = ENOMEM;
+		return NULL;
+	}
+	sc->next_gen = 1;
+	return sc;
+}
+
+static void symtab_free(struct symtab *t)
+{
+	if (!t)
+		return;
+	free(t->key);
+	free(t->syms);
+	free(t->names);
+	free(t);
+}
+
+/* See symcache.h. */
+void symcache__free(struct symcache *sc)
+{
+	struct symtab *t, *next;
+
+	if (!sc)
+		return;
+	for (t = sc->lru_head; t; t = next) {
+		next = t->lru_next;
+		symtab_free(t);
+	}
+	for (int i = 0; i < SC_DEMANGLE_SLOTS; i++)
+		free(sc->dm[i].name);
+	free(sc->debug_dirs);
+	free(sc);
+}
+
+/* See symcache.h. */
+void symcache__stats(const struct symcache *sc, struct symcache_stats *out)
+{
+	*out = sc->stats;
+}
+
+static void lru_unlink(struct symcache *sc, struct symtab *t)
+{
+	if (t->lru_prev)
+		t->lru_prev->lru_next = t->lru_next;
+	else
+		sc->lru_head = t->lru_next;
+	if (t->lru_next)
+		t->lru_next->lru_prev = t->lru_prev;
+	else
+		sc->lru_tail = t->lru_prev;
+	t->lru_prev = t->lru_next = NULL;
+}
+
+static void lru_push_head(struct symcache *sc, struct symtab *t)
+{
+	t->lru_prev = NULL;
+	t->lru_next = sc->lru_head;
+	if (sc->lru_head)
+		sc->lru_head->lru_prev = t;
+	sc->lru_head = t;
+	if (!sc->lru_tail)
+		sc->lru_tail = t;
+}
+
+static void table_remove(struct symcache *sc, struct symtab *t)
+{
+	struct symtab **pp = &sc->buckets[t->hash % SC_BUCKETS];
+
+	while (*pp && *pp != t)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = t->hnext;
+	lru_unlink(sc, t);
+	sc->stats.tables--;
+	sc->stats.bytes -= t->bytes;
+	symtab_free(t);
+}
+
+/* Evicts least recently used tables until under the bound, never keep itself. */
+static void evict(struct symcache *sc, const struct symtab *keep)
+{
+	while (sc->stats.bytes > sc->max_bytes && sc->lru_tail && sc->lru_tail != keep) {
+		sc->stats.evictions++;
+		table_remove(sc, sc->lru_tail);
+	}
+}
+
+/*
+ * Cache key: the build id, or (without one) path, size and a hash of the ELF and section
+ * headers, so that a rebuilt file at the same path gets a new table.
+ */
+static char *make_key(const struct elf_file *ef)
+{
+	const char *bid = elf_file__build_id(ef);
+	const uint8_t *data;
+	size_t len, hdr;
+	char *key;
+	uint64_t h;
+
+	if (bid)
+		return strdup(bid);
+	data = elf_file__data(ef, &len);
+	hdr = len < 64 ? len : 64;
+	h = fnv1a(data, hdr, 0xcbf29ce484222325ull);
+	if (len >= 64) {
+		Elf64_Ehdr eh;
+		uint64_t n;
+
+		memcpy(&eh, data, sizeof(eh));
+		n = (uint64_t)eh.e_shnum * eh.e_shentsize;
+		if (eh.e_shoff <= len && n <= len - eh.e_shoff && n <= (64u << 10))
+			h = fnv1a(data + eh.e_shoff, n, h);
+	}
+	if (asprintf(&key, "path:%s:%zu:%016llx", elf_file__path(ef), len,
+		     (unsigned long long)h) < 0)
+		return NULL;
+	return key;
+}
+
+static int builder_add(struct builder *b, const struct build_sym *s)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		struct build_sym *v = realloc(b->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		b->v = v;
+		b->cap = cap;
+	}
+	b->v[b->n++] = *s;
+	return 0;
+}
+
+/* Adds the function symbols of one SHT_SYMTAB/SHT_DYNSYM section; corrupt entries skipped. */
+static int add_symbols(struct builder *b, const struct elf_file *ef, const char *secname,
+		       enum sym_src src)
+{
+	struct elf_section sec, str;
+	uint64_t count;
+
+	if (elf_file__section(ef, secname, &sec) || !sec.data)
+		return 0;
+	if ((sec.type != SHT_SYMTAB && sec.type != SHT_DYNSYM) ||
+	    sec.entsize < sizeof(Elf64_Sym))
+		return 0;
+	if (elf_file__section_by_index(ef, sec.link, &str) || !str.data || str.type != SHT_STRTAB ||
+	    str.size == 0)
+		return 0;
+	count = sec.size / sec.entsize;
+	for (uint64_t i = 1; i < count; i++) {
+		struct elf_section owner;
+		struct build_sym bs = { 0 };
+		Elf64_Sym sym;
+		unsigned type, bind;
+		int err;
+
+		memcpy(&sym, sec.data + i * sec.entsize, sizeof(sym));
+		type = ELF64_ST_TYPE(sym.st_info);
+		bind = ELF64_ST_BIND(sym.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE || !sym.st_value)
+			continue;
+		if (sym.st_name == 0 || sym.st_name >= str.size ||
+		    !memchr(str.data + sym.st_name, '\0', str.size - sym.st_name))
+			continue;
+		bs.addr = sym.st_value;
+		bs.size = sym.st_size;
+		bs.sec_end = UINT64_MAX;
+		if (!elf_file__section_by_index(ef, sym.st_shndx, &owner) &&
+		    sym.st_value >= owner.addr && sym.st_value - owner.addr < owner.size)
+			bs.sec_end = owner.addr + owner.size;
+		bs.name = (const char *)str.data + sym.st_name;
+		bs.rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+		bs.src = src;
+		err = builder_add(b, &bs);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int build_sym_cmp(const void *a, const void *b)
+{
+	const struct build_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	if (x->src != y->src)
+		return x->src - y->src;
+	/* deterministic among equals */
+	return strcmp(x->name, y->name);
+}
+
+/* Decompresses .gnu_debugdata (xz) into an in-memory ELF; NULL when absent or bad. */
+static struct elf_file *open_minidebuginfo(const struct elf_file *ef)
+{
+	lzma_stream strm = LZMA_STREAM_INIT;
+	struct elf_file *mini = NULL;
+	struct elf_section sec;
+	uint8_t *out = NULL;
+	size_t cap = 0;
+	lzma_ret ret;
+
+	if (elf_file__section(ef, ".gnu_debugdata", &sec) || !sec.data || !sec.size)
+		return NULL;
+	if (lzma_stream_decoder(&strm, SC_LZMA_MEMLIMIT, 0) != LZMA_OK)
+		return NULL;
+	strm.next_in = sec.data;
+	strm.avail_in = sec.size;
+	do {
+		if (strm.avail_out == 0) {
+			size_t ncap = cap ? cap * 2 : sec.size * 4 + 4096;
+			uint8_t *p;
+
+			if (ncap > SC_MINIDEBUG_MAX)
+				ncap = SC_MINIDEBUG_MAX;
+			if (ncap <= cap) {
+				pr_warn("%s: .gnu_debugdata larger than %u bytes", elf_file__path(ef),
+					SC_MINIDEBUG_MAX);
+				goto cleanup;
+			}
+			p = realloc(out, ncap);
+			if (!p)
+				goto cleanup;
+			out = p;
+			strm.next_out = out + cap;
+			strm.avail_out = ncap - cap;
+			cap = ncap;
+		}
+		ret = lzma_code(&strm, LZMA_FINISH);
+	} while (ret == LZMA_OK);
+	if (ret != LZMA_STREAM_END) {
+		pr_debug("%s: cannot decompress .gnu_debugdata (lzma error %d)", elf_file__path(ef),
+			 (int)ret);
+		goto cleanup;
+	}
+	mini = elf_file__open_mem(out, strm.total_out, ".gnu_debugdata");
+cleanup:
+	lzma_end(&strm);
+	free(out);
+	return mini;
+}
+
+/* Opens path and checks that it is the debug file wanted (build id or debuglink CRC). */
+static struct elf_file *try_debug_file(const char *path, const char *bid, const uint32_t *crc)
+{
+	struct elf_file *dbg = elf_file__open(path);
+	const char *dbid;
+
+	if (!dbg)
+		return NULL;
+	dbid = elf_file__build_id(dbg);
+	if (bid && (!dbid || strcmp(dbid, bid) != 0))
+		goto reject;
+	if (crc && elf_file__crc32(dbg) != *crc)
+		goto reject;
+	pr_debug("using debug file %s", path);
+	return dbg;
+reject:
+	pr_debug("%s: debug file does not match", path);
+	elf_file__put(dbg);
+	return NULL;
+}
+
+/* Finds a separate debug file by build id, then by debuglink. NULL when none. */
+static struct elf_file *find_debug_file(const struct symcache *sc, const struct elf_file *ef,
+					const char *root)
+{
+	const char *prefixes[2] = { root && *root ? root : NULL, "" };
+	const char *bid = elf_file__build_id(ef);
+	const char *path = elf_file__path(ef);
+	const char *link, *slash, *dir_in_root = path;
+	struct elf_file *dbg = NULL;
+	char buf[4096];
+	uint32_t crc = 0;
+	size_t dirlen;
+
+	/* build id: <prefix><debugdir>/.build-id/ab/cdef....debug */
+	for (int p = 0; p < 2 && bid && strlen(bid) > 2; p++) {
+		const char *d = sc->debug_dirs;
+
+		if (!prefixes[p])
+			continue;
+		while (*d && !dbg) {
+			size_t n = strcspn(d, ":");
+
+			if (n && snprintf(buf, sizeof(buf), "%s%.*s/.build-id/%.2s/%s.debug",
+					  prefixes[p], (int)n, d, bid, bid + 2) < (int)sizeof(buf))
+				dbg = try_debug_file(buf, bid, NULL);
+			d += n + (d[n] == ':');
+		}
+		if (dbg)
+			return dbg;
+	}
+
+	link = elf_file__debuglink(ef, &crc);
+	slash = strrchr(path, '/');
+	if (!link || !slash)
+		return NULL;
+	dirlen = slash - path; /* directory of the file as we can open it */
+	/* same dir, then <dir>/.debug/ */
+	if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)dirlen, path, link) < (int)sizeof(buf) &&
+	    strcmp(buf, path) != 0 && (dbg = try_debug_file(buf, NULL, &crc)))
+		return dbg;
+	if (snprintf(buf, sizeof(buf), "%.*s/.debug/%s", (int)dirlen, path, link) <
+		    (int)sizeof(buf) &&
+	    (dbg = try_debug_file(buf, NULL, &crc)))
+		return dbg;
+	/* <prefix><debugdir><dir inside the root>/<name> */
+	if (prefixes[0] && strncmp(path, prefixes[0], strlen(prefixes[0])) == 0)
+		dir_in_root = path + strlen(prefixes[0]);
+	dirlen = slash - dir_in_root;
+	for (int p = 0; p < 2; p++) {
+		const char *d = sc->debug_dirs;
+
+		if (!prefixes[p])
+			continue;
+		while (*d) {
+			size_t n = strcspn(d, ":");
+
+			if (n && snprintf(buf, sizeof(buf), "%s%.*s%.*s/%s", prefixes[p], (int)n, d,
+					  (int)dirlen, dir_in_root, link) < (int)sizeof(buf) &&
+			    (dbg = try_debug_file(buf, NULL, &crc)))
+				return dbg;
+			d += n + (d[n] == ':');
+		}
+	}
+	return NULL;
+}
+
+static void builder_keep(struct builder *b, struct elf_file *ef)
+{
+	if (ef && b->nkeep < (int)(sizeof(b->keep) / sizeof(b->keep[0])))
+		b->keep[b->nkeep++] = ef;
+	else
+		elf_file__put(ef);
+}
+
+/*
+ * Sorts, deduplicates aliases, extends size-0 symbols to the next symbol and copies the
+ * surviving names into one arena. Fills t.
+ */
+static int builder_finish(struct builder *b, struct symtab *t)
+{
+	size_t n = 0, names = 0;
+	char *arena;
+
+	if (b->n)
+		qsort(b->v, b->n, sizeof(*b->v), build_sym_cmp);
+	for (size_t i = 0; i < b->n; i++) {
+		if (n && b->v[n - 1].addr == b->v[i].addr) {
+			/* alias: the first (best ranked) name stays, the largest size wins */
+			if (b->v[i].size > b->v[n - 1].size)
+				b->v[n - 1].size = b->v[i].size;
+			continue;
+		}
+		b->v[n++] = b->v[i];
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(b->v[i].name) + 1;
+
+		if (names + len > SC_NAMES_MAX) {
+			n = i; /* arena full: keep what fits */
+			break;
+		}
+		names += len;
+	}
+	t->syms = malloc((n ? n : 1) * sizeof(*t->syms));
+	arena = malloc(names ? names : 1);
+	if (!t->syms || !arena) {
+		free(arena);
+		return -ENOMEM;
+	}
+	names = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct build_sym *s = &b->v[i];
+		uint64_t size = s->size;
+		size_t len = strlen(s->name) + 1;
+
+		if (size == 0) {
+			uint64_t end = i + 1 < n ? b->v[i + 1].addr : s->addr + 1;
+
+			if (end > s->sec_end)
+				end = s->sec_end > s->addr ? s->sec_end : s->addr + 1;
+			size = end - s->addr;
+		}
+		if (size > SC_SIZE_MAX)
+			size = SC_SIZE_MAX;
+		memcpy(arena + names, s->name, len);
+		t->syms[i] = (struct sym){
+			.addr = s->addr,
+			.name = (uint32_t)names,
+			.size_src = (uint32_t)size | (uint32_t)s->src << SC_SIZE_BITS,
+		};
+		names += len;
+	}
+	t->nsyms = n;
+	t->names = arena;
+	t->bytes = sizeof(*t) + n * sizeof(*t->syms) + names + strlen(t->key) + 1;
+	return 0;
+}
+
+/* Builds the function symbol table of ef from all sources. */
+static struct symtab *build_table(struct symcache *sc, struct elf_file *ef, const char *root,
+				  char *key, uint64_t hash)
+{
+	struct builder b = { 0 };
+	struct symtab *t = NULL;
+	struct elf_section sec;
+	uint16_t type = elf_file__type(ef);
+	int err = 0;
+
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	t->key = key;
+	t->hash = hash;
+	t->gen = sc->next_gen++;
+	if (type != ET_EXEC && type != ET_DYN)
+		goto finish; /* relocatable objects have no final addresses: empty table */
+
+	if (!elf_file__section(ef, ".symtab", &sec)) {
+		err = add_symbols(&b, ef, ".symtab", SRC_SYMTAB);
+	} else {
+		struct elf_file *dbg, *mini;
+
+		err = add_symbols(&b, ef, ".dynsym", SRC_DYNSYM);
+		if (err)
+			goto cleanup;
+		dbg = find_debug_file(sc, ef, root);
+		if (dbg) {
+			builder_keep(&b, dbg);
+			err = add_symbols(&b, dbg, ".symtab", SRC_DEBUGINFO);
+		} else if ((mini = open_minidebuginfo(ef))) {
+			builder_keep(&b, mini);
+			err = add_symbols(&b, mini, ".symtab", SRC_MINIDEBUG);
+		}
+	}
+	if (err)
+		goto cleanup;
+finish:
+	err = builder_finish(&b, t);
+cleanup:
+	for (int i = 0; i < b.nkeep; i++)
+		elf_file__put(b.keep[i]);
+	free(b.v);
+	if (err) {
+		if (t)
+			symtab_free(t);
+		else
+			free(key);
+		errno = -err;
+		return NULL;
+	}
+	return t;
+}
+
+/* Returns the (possibly cached) display name of symbol idx of t. */
+static const char *display_name(struct symcache *sc, const struct symtab *t, uint32_t idx)
+{
+	const char *raw = t->names + t->syms[idx].name;
+	struct demangled *d;
+
+	if (raw[0] != '_' || raw[1] != 'Z')
+		return raw;
+	d = &sc->dm[(t->gen * 0x9e3779b97f4a7c15ull + idx) % SC_DEMANGLE_SLOTS];
+	if (d->name && d->gen == t->gen && d->idx == idx)
+		return d->name;
+	free(d->name);
+	d->name = demangle(raw);
+	d->gen = t->gen;
+	d->idx = idx;
+	return d->name ? d->name : raw;
+}
+
+/* See symcache.h. stats.hits counts lookups whose table was already cached. */
+int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_prefix,
+		     uint64_t vaddr, struct sym_result *out)
+{
+	struct symtab *t;
+	const struct sym *s;
+	uint64_t hash;
+	uint32_t lo, hi, size;
+	char *key;
+
+	sc->stats.lookups++;
+	key = make_key(ef);
+	if (!key)
+		return -ENOMEM;
+	hash = fnv1a(key, strlen(key), 0xcbf29ce484222325ull);
+	for (t = sc->buckets[hash % SC_BUCKETS]; t; t = t->hnext)
+		if (t->hash == hash && strcmp(t->key, key) == 0)
+			break;
+	if (t) {
+		free(key);
+		sc->stats.hits++;
+		lru_unlink(sc, t);
+		lru_push_head(sc, t);
+	} else {
+		t = build_table(sc, ef, root_prefix, key, hash); /* takes key */
+		if (!t) {
+			pr_warn("cannot build symbols for %s: %s", elf_file__path(ef),
+				strerror(errno));
+			return -errno;
+		}
+		t->hnext = sc->buckets[hash % SC_BUCKETS];
+		sc->buckets[hash % SC_BUCKETS] = t;
+		lru_push_head(sc, t);
+		sc->stats.tables++;
+		sc->stats.bytes += t->bytes;
+		evict(sc, t);
+	}
+
+	if (!t->nsyms || vaddr < t->syms[0].addr)
+		return -ENOENT;
+	/* last symbol with addr <= vaddr */
+	lo = 0;
+	hi = t->nsyms;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (t->syms[mid].addr <= vaddr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	s = &t->syms[lo];
+	size = s->size_src & SC_SIZE_MAX;
+	if (vaddr - s->addr >= size)
+		return -ENOENT;
+	out->name = display_name(sc, t, lo);
+	out->offset = vaddr - s->addr;
+	out->source = src_names[s->size_src >> SC_SIZE_BITS];
+	return 0;
+}

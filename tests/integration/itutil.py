@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared helpers for mlprof's integration tests (run by ctest as root)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import pprof_reader  # noqa: E402
+
+MLPROF = os.environ.get("MLPROF", "build/mlprof")
+WL_DIR = os.environ.get("WL_DIR", "build/tests/workloads")
+TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
+
+
+def need_root(test):
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("needs root for BPF")
+
+
+def tmpdir():
+    os.makedirs(TMP_ROOT, exist_ok=True)
+    return tempfile.mkdtemp(dir=TMP_ROOT)
+
+
+def record(args, cmd=None, timeout=120, check=True):
+    """Runs mlprof record; returns (CompletedProcess, list of JSON lines the workload printed)."""
+    argv = [MLPROF, "record"] + args
+    if cmd:
+        argv += ["--"] + cmd
+    cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if check and cp.returncode != 0:
+        raise AssertionError("mlprof failed (%d): %s\n%s" % (cp.returncode, " ".join(argv),
+                                                              cp.stderr))
+    js = []
+    for line in cp.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            js.append(json.loads(line))
+    return cp, js
+
+
+def stacks_of(path, process_name=None):
+    prof = pprof_reader.load(path)
+    out = []
+    for names, values, labels in prof.stacks():
+        if process_name and labels.get("process_name") != process_name:
+            continue
+        out.append((names, values[0], labels))
+    return prof, out
+
+
+LIBC_START = {"__libc_start_call_main", "__libc_start_main", "__libc_start_main_impl",
+              "__libc_start_main_alias_2"}
+
+
+def main_chain_ok(names, chain):
+    """names: leaf first. True when chain (leaf first, ends with 'main') appears contiguously
+    and the stack continues from main through libc's start code to _start, with nothing
+    truncated."""
+    if any(n.startswith("[truncated") for n in names):
+        return False
+    try:
+        i = names.index(chain[0])
+    except ValueError:
+        return False
+    if names[i:i + len(chain)] != chain:
+        return False
+    rest = names[i + len(chain):]
+    return len(rest) >= 1 and rest[-1] == "_start" and all(n in LIBC_START for n in rest[:-1])
+
+
+def thread_chain_ok(names, chain):
+    """Like main_chain_ok, for a thread: chain ends at the start routine, then
+    start_thread and clone3 (glibc >= 2.34) or clone."""
+    if any(n.startswith("[truncated") for n in names):
+        return False
+    try:
+        i = names.index(chain[0])
+    except ValueError:
+        return False
+    return names[i:i + len(chain)] == chain and \
+        names[i + len(chain):] in (["start_thread", "clone3"], ["start_thread", "clone"])
