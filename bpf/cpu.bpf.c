@@ -10,11 +10,11 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
-#define ENOENT 2
+#define ENOENT	   2
 /* Reads tried when the first user stack read faults: page drops, then halvings. */
-#define USTACK_TRIES 8
+#define USTACK_TRIES	  8
 #define USTACK_PAGE_DROPS 3
-#define PAGE_SIZE 4096
+#define PAGE_SIZE	  4096
 /* Smallest user stack copy worth sending (a few frames). */
 #define USTACK_MIN 256
 

@@ -50,8 +50,8 @@ static void rust_component(struct sbuf *b, const char *s, size_t n)
 		const char *esc;
 		const char *out;
 	} escapes[] = {
-		{ "$SP$", "@" }, { "$BP$", "*" }, { "$RF$", "&" }, { "$LT$", "<" },
-		{ "$GT$", ">" }, { "$LP$", "(" }, { "$RP$", ")" }, { "$C$", "," },
+		{"$SP$", "@"}, {"$BP$", "*"}, {"$RF$", "&"}, {"$LT$", "<"},
+		{"$GT$", ">"}, {"$LP$", "("}, {"$RP$", ")"}, {"$C$", ","},
 	};
 	size_t i = 0;
 
@@ -78,7 +78,8 @@ static void rust_component(struct sbuf *b, const char *s, size_t n)
 				unsigned v = 0;
 
 				while (j < n && j - i < 8 && is_hex(s[j])) {
-					v = v * 16 + (unsigned)(s[j] <= '9' ? s[j] - '0' : s[j] - 'a' + 10);
+					v = v * 16 +
+					    (unsigned)(s[j] <= '9' ? s[j] - '0' : s[j] - 'a' + 10);
 					j++;
 				}
 				if (j < n && s[j] == '$' && j > i + 2 && v >= 0x20 && v < 0x7f) {
@@ -109,7 +110,7 @@ static char *rust_legacy(const char *m)
 {
 	const char *p, *comp[64];
 	size_t clen[64], n = 0;
-	struct sbuf b = { 0 };
+	struct sbuf b = {0};
 
 	if (strncmp(m, "_ZN", 3) != 0)
 		return NULL;

@@ -58,6 +58,9 @@ struct exporter_stats {
 	uint64_t pushed, failed, retries, rejected_4xx, spooled, spool_dropped, spool_bytes,
 		spool_files, queue_bytes, queue_dropped, trimmed, split;
 	uint64_t last_latency_us, latency_us_sum, latency_count;
+	/* Added after the first version (append-only): */
+	uint64_t spool_corrupt;	 /* unreadable spool files skipped (and removed) */
+	uint64_t files_deleted;	 /* EXPORTER_FILE: oldest files removed to stay under out_max_bytes */
 };
 
 /* Validates cfg and starts the sender thread. NULL with errno (and a logged reason). */
@@ -72,5 +75,43 @@ int exporter__flush(struct exporter *e, unsigned int timeout_ms);
 void exporter__stats(struct exporter *e, struct exporter_stats *out);
 /* Stops the thread after a flush (anything undelivered is spooled) and frees. */
 void exporter__free(struct exporter *e);
+
+
+/*
+ * Backend interface (used by export_push.c / export_ingest.c / export_file.c).
+ * One const ops instance per backend; the sender thread calls send() for one item at a time.
+ */
+enum export_status {
+	EXPORT_SENT = 0,   /* delivered */
+	EXPORT_RETRYABLE,  /* network error, 429, 5xx: retry with backoff, then spool */
+	EXPORT_REJECTED,   /* other 4xx or invalid item: never retried, dropped and counted */
+};
+
+struct export_result {
+	long http_status;	/* 0 when no HTTP response */
+	char message[512];	/* server message or local error text */
+	uint64_t files_deleted; /* file backend: files evicted from out_dir */
+};
+
+struct export_ops {
+	const char *name;
+	enum export_status (*send)(struct exporter *e, const struct export_item *item,
+				   struct export_result *res);
+};
+
+extern const struct export_ops export_push_ops;
+extern const struct export_ops export_ingest_ops;
+extern const struct export_ops export_file_ops;
+
+/* The exporter's validated copy of its configuration (valid until exporter__free). */
+const struct exporter_config *exporter__config(const struct exporter *e);
+/*
+ * POSTs body to url with the configured TLS/auth/tenant/timeouts plus content_type and the
+ * extra NULL-terminated headers hdrs. Classifies the answer (2xx sent, 429/5xx/network
+ * retryable, other 4xx rejected) and fills res. Only called from the sender thread.
+ */
+enum export_status exporter__http_post(struct exporter *e, const char *url,
+				       const char *content_type, const char *const *hdrs,
+				       const void *body, size_t len, struct export_result *res);
 
 #endif

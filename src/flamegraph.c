@@ -284,11 +284,13 @@ static int tree_build(struct tree *t, const struct profile *p, int vi)
 		if (err)
 			return err;
 	}
-	err = name_intern(t, "all", &(uint32_t){ 0 });
-	if (err || (err = grow_nodes(t)))
+	err = grow_nodes(t);
+	if (err)
 		return err;
 	t->nodes[0] = (struct node){ .kind = ROOT_KIND };
-	name_intern(t, "all", &t->nodes[0].name);
+	err = name_intern(t, "all", &t->nodes[0].name);
+	if (err)
+		return err;
 	t->n = 1;
 	err = profile__for_each_sample(p, add_cb, t);
 	if (err)
@@ -500,7 +502,7 @@ static const char html_style[] =
 	".sw{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:4px;"
 	"vertical-align:-1px;border:1px solid rgba(0,0,0,.15)}\n"
 	"#crumbs{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--fg)}\n"
-	"#note{color:#9a6700}\n"
+	".note{color:#9a6700}\n"
 	"#wrap{padding:8px 16px 24px}\n"
 	"canvas{display:block;width:100%;cursor:pointer}\n"
 	"#tip{position:fixed;z-index:3;pointer-events:none;display:none;max-width:640px;"
@@ -654,11 +656,11 @@ int flamegraph__write_html(const struct profile *p, int vi, const char *title, F
 	fputs("<span class=\"spacer\"></span><span id=\"crumbs\"></span>", f);
 	if (t.n_kept < t.n)
 		fprintf(f,
-			"<span id=\"note\">Showing %zu of %zu frames: frames under %" PRId64
+			"<span class=\"note\">Showing %zu of %zu frames: frames under %" PRId64
 			" are folded into their callers.</span>",
 			t.n_kept, t.n, t.cut_below);
 	if (profile__dropped(p))
-		fprintf(f, "<span id=\"note\">%" PRIu64 " samples dropped (memory bound)</span>",
+		fprintf(f, "<span class=\"note\">%" PRIu64 " samples dropped (memory bound)</span>",
 			profile__dropped(p));
 	fputs("</div>\n<div id=\"wrap\"><canvas id=\"fg\"></canvas>"
 	      "<div id=\"empty\">No samples in this profile.</div></div>\n<div id=\"tip\"></div>\n",

@@ -11,10 +11,10 @@
 #define LOG_MODULE "ksyms"
 #include "log.h"
 
-#define KSYMS_MAX_SYMS (4u << 20)     /* bound: real kernels have < 1M text symbols */
-#define KSYMS_MAX_NAMES (256u << 20)  /* bound on the name arena */
-#define KSYMS_MAX_FUNC (1u << 20)     /* no kernel function is larger than this */
-#define KSYMS_LAST_FUNC (64u << 10)   /* plausible size of the last symbol */
+#define KSYMS_MAX_SYMS	(4u << 20)   /* bound: real kernels have < 1M text symbols */
+#define KSYMS_MAX_NAMES (256u << 20) /* bound on the name arena */
+#define KSYMS_MAX_FUNC	(1u << 20)   /* no kernel function is larger than this */
+#define KSYMS_LAST_FUNC (64u << 10)  /* plausible size of the last symbol */
 
 struct ksym {
 	uint64_t addr;
@@ -65,7 +65,7 @@ static int add_sym(struct ksyms *ks, uint64_t addr, uint32_t rank, const char *n
 	}
 	memcpy(ks->names + ks->names_len, name, len);
 	ks->names[ks->names_len + len] = '\0';
-	ks->syms[ks->nsyms++] = (struct ksym){ .addr = addr, .name = ks->names_len, .rank = rank };
+	ks->syms[ks->nsyms++] = (struct ksym){.addr = addr, .name = ks->names_len, .rank = rank};
 	ks->names_len += len + 1;
 	return 0;
 }
@@ -81,10 +81,18 @@ static int parse_line(char *line, uint64_t *addr, uint32_t *rank, char **name, s
 		return 0;
 	p = end + 1;
 	switch (*p) {
-	case 'T': *rank = 0; break;
-	case 't': *rank = 1; break;
-	case 'W': case 'w': *rank = 2; break;
-	default: return 0;
+	case 'T':
+		*rank = 0;
+		break;
+	case 't':
+		*rank = 1;
+		break;
+	case 'W':
+	case 'w':
+		*rank = 2;
+		break;
+	default:
+		return 0;
 	}
 	if (p[1] != ' ' || !p[2])
 		return 0;

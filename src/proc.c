@@ -43,20 +43,20 @@ struct elf_entry {
 struct map_set {
 	struct proc_map *maps;
 	size_t n;
-	char *strs;		  /* NUL-separated paths the maps point into */
-	struct elf_entry **elfs;  /* per map; counted in elf_entry.refs */
-	uint8_t *state;		  /* per map: enum elf_state */
-	struct map_set *next;	  /* retired chain */
+	char *strs;		 /* NUL-separated paths the maps point into */
+	struct elf_entry **elfs; /* per map; counted in elf_entry.refs */
+	uint8_t *state;		 /* per map: enum elf_state */
+	struct map_set *next;	 /* retired chain */
 };
 
 struct proc_entry {
-	struct proc p;		/* public part, first */
+	struct proc p; /* public part, first */
 	struct proc_entry *hnext;
 	struct proc_entry *lru_prev, *lru_next; /* most recent at head */
 	struct map_set *cur;
 	struct map_set *retired;
 	size_t n_retired;
-	bool maps_valid;	/* false after exec: next get re-reads */
+	bool maps_valid; /* false after exec: next get re-reads */
 	uint64_t last_read_ns;
 	size_t last_hit;
 	struct elf_file *vdso;
@@ -212,8 +212,7 @@ static bool parse_maps_line(const char *s, struct parsed_line *pl)
 	}
 	if (*s++ != ' ' || !parse_hex(&s, &pl->offset) || *s++ != ' ')
 		return false;
-	if (!parse_hex(&s, &pl->major) || *s++ != ':' || !parse_hex(&s, &pl->minor) ||
-	    *s++ != ' ')
+	if (!parse_hex(&s, &pl->major) || *s++ != ':' || !parse_hex(&s, &pl->minor) || *s++ != ' ')
 		return false;
 	if (!parse_dec(&s, &pl->inode))
 		return false;
@@ -304,7 +303,7 @@ static void handle_line(struct maps_builder *b, char *line, int *err)
 /* Reads the executable mappings of pid into a new map set. */
 static int read_maps(struct proc_cache *pc, pid_t pid, struct map_set **out)
 {
-	struct maps_builder b = { 0 };
+	struct maps_builder b = {0};
 	struct map_set *ms = NULL;
 	char path[320], buf[16384];
 	char *line = NULL;
@@ -729,7 +728,10 @@ static struct elf_file *load_vdso(struct proc_cache *pc, struct proc_entry *e,
 	local.iov_len = len;
 	remote.iov_base = (void *)(uintptr_t)m->start;
 	remote.iov_len = len;
-	n = process_vm_readv(e->p.pid, &local, 1, &remote, 1, 0);
+	/* process_vm_readv bypasses proc_root: only use it on the real /proc */
+	n = strcmp(pc->proc_root, "/proc") == 0
+		    ? process_vm_readv(e->p.pid, &local, 1, &remote, 1, 0)
+		    : -1;
 	if (n != (ssize_t)len) {
 		snprintf(path, sizeof(path), "%s/%d/mem", pc->proc_root, (int)e->p.pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -75,6 +75,7 @@ struct profile {
 
 	struct arena_chunk *arena;
 	size_t arena_bytes;
+	size_t chunk_size; /* ARENA_CHUNK, smaller for small memory bounds */
 	const char **strs;
 	uint32_t n_strs, cap_strs;
 	struct htab str_idx;
@@ -239,7 +240,7 @@ static char *arena_alloc(struct profile *p, size_t len)
 	struct arena_chunk *c = p->arena;
 
 	if (!c || c->size - c->used < len) {
-		size_t sz = len > ARENA_CHUNK ? len : ARENA_CHUNK;
+		size_t sz = len > p->chunk_size ? len : p->chunk_size;
 
 		c = malloc(sizeof(*c) + sz);
 		if (!c)
@@ -247,7 +248,7 @@ static char *arena_alloc(struct profile *p, size_t len)
 		c->size = sz;
 		c->used = 0;
 		/* keep the partly used chunk at the head when the new one is a one-off */
-		if (p->arena && len > ARENA_CHUNK) {
+		if (p->arena && len > p->chunk_size) {
 			c->next = p->arena->next;
 			p->arena->next = c;
 		} else {
@@ -567,23 +568,74 @@ static void add_values(struct profile *p, uint32_t sid, const int64_t *values)
 	}
 }
 
-/* Rough cost of adding a new sample with n_frames frames (records, strings, index slots). */
-static size_t sample_cost(const struct frame *frames, int n_frames, int n_labels, int n_types)
+/* Extra bytes an array of n (capacity cap) needs to hold add more elements. */
+static size_t arr_growth(size_t n, size_t cap, size_t add, size_t elem)
 {
-	size_t c = sizeof(struct sample) + 2 * sizeof(struct slot) + n_types * sizeof(int64_t) +
-		   n_labels * (sizeof(struct profile_label) + 32);
+	size_t ncap = cap ? cap : 16;
 
-	return c + (size_t)n_frames * sizeof(uint32_t);
+	if (n + add <= cap)
+		return 0;
+	while (ncap < n + add)
+		ncap *= 2;
+	return (ncap - cap) * elem;
 }
 
-static size_t new_frame_cost(const struct frame *f)
+static size_t htab_growth(const struct htab *t, size_t add)
 {
-	size_t c = sizeof(struct location) + sizeof(struct function) + 4 * sizeof(struct slot);
+	size_t ncap = t->cap ? t->cap : MIN_TABLE_CAP;
 
-	if (f->function)
-		c += strlen(f->function) + 1;
-	if (f->file)
-		c += strlen(f->file) + 1;
+	if ((t->n + add) * 2 <= t->cap)
+		return 0;
+	while ((t->n + add) * 2 > ncap)
+		ncap *= 2;
+	return (ncap - t->cap) * sizeof(struct slot);
+}
+
+static size_t opt_len(const char *s)
+{
+	return s ? strlen(s) + 1 : 0;
+}
+
+/*
+ * Upper bound of the bytes a new sample adds, including array and index doublings and a
+ * new arena chunk, so that profile__bytes() stays within max_bytes.
+ */
+static size_t add_cost(const struct profile *p, const struct frame *frames, int n_frames,
+		       const uint32_t *ids, const struct profile_label *labels, int n_labels)
+{
+	size_t new_locs = 0, new_strs = 3 * (size_t)n_labels, str_bytes = 0, c = 0;
+	const struct arena_chunk *a = p->arena;
+
+	for (int i = 0; i < n_frames; i++) {
+		const struct frame *f = &frames[i];
+
+		if (ids[i])
+			continue;
+		new_locs++;
+		new_strs += 4;
+		str_bytes += opt_len(f->function) + opt_len(f->file) + 32;
+		if (f->map)
+			str_bytes += opt_len(f->map->file) + opt_len(f->map->build_id);
+	}
+	for (int i = 0; i < n_labels; i++)
+		str_bytes += opt_len(labels[i].key) + opt_len(labels[i].str) +
+			     opt_len(labels[i].num_unit);
+	if (!a || a->size - a->used < str_bytes)
+		c += sizeof(*a) + (str_bytes > p->chunk_size ? str_bytes : p->chunk_size);
+	c += arr_growth(p->n_strs, p->cap_strs, new_strs, sizeof(*p->strs));
+	c += htab_growth(&p->str_idx, new_strs);
+	c += arr_growth(p->n_maps, p->cap_maps, new_locs, sizeof(*p->maps));
+	c += htab_growth(&p->map_idx, new_locs);
+	c += arr_growth(p->n_funcs, p->cap_funcs, new_locs, sizeof(*p->funcs));
+	c += htab_growth(&p->func_idx, new_locs);
+	c += arr_growth(p->n_locs, p->cap_locs, new_locs, sizeof(*p->locs));
+	c += htab_growth(&p->loc_idx, new_locs);
+	c += arr_growth(p->n_samples, p->cap_samples, 1, sizeof(*p->samples));
+	c += htab_growth(&p->sample_idx, 1);
+	c += arr_growth(p->n_loc_ids, p->cap_loc_ids, (size_t)n_frames, sizeof(*p->loc_ids));
+	c += arr_growth(p->n_labels, p->cap_labels, (size_t)n_labels, sizeof(*p->labels));
+	c += arr_growth((size_t)p->n_samples * p->n_types, p->cap_values, (size_t)p->n_types,
+			sizeof(*p->values));
 	return c;
 }
 
@@ -593,9 +645,9 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames,
 	struct profile_label lab[PROFILE_MAX_LABELS];
 	struct sample_key key;
 	uint32_t *ids = NULL;
-	size_t need = 0;
+	size_t need;
 	uint32_t h, sid;
-	bool known = true;
+	bool known = true, full = false;
 	int err = 0;
 
 	if (!p || n_frames < 0 || (n_frames && !frames) || !values || n_labels < 0 ||
@@ -608,10 +660,8 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames,
 	/* Pass 1: lookup only, so a full profile can still merge into existing samples. */
 	for (int i = 0; i < n_frames; i++) {
 		ids[i] = loc_get(p, &frames[i], false, &err);
-		if (!ids[i]) {
+		if (!ids[i])
 			known = false;
-			need += new_frame_cost(&frames[i]);
-		}
 	}
 	if (known && intern_labels(p, labels, n_labels, lab, false))
 		known = false;
@@ -625,8 +675,11 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames,
 		}
 	}
 
-	need += sample_cost(frames, n_frames, n_labels, p->n_types);
-	if (p->cfg.max_bytes && profile__bytes(p) + need > p->cfg.max_bytes) {
+	if (p->cfg.max_bytes) {
+		need = add_cost(p, frames, n_frames, ids, labels, n_labels);
+		full = profile__bytes(p) + need > p->cfg.max_bytes;
+	}
+	if (full) {
 		p->dropped++;
 		err = -ENOSPC;
 		goto cleanup;
@@ -697,6 +750,9 @@ struct profile *profile__new(const struct profile_config *cfg)
 	}
 	p->cfg = *cfg;
 	p->n_types = cfg->n_sample_types;
+	p->chunk_size = ARENA_CHUNK;
+	if (cfg->max_bytes && cfg->max_bytes / 64 < ARENA_CHUNK)
+		p->chunk_size = cfg->max_bytes / 64 > 256 ? cfg->max_bytes / 64 : 256;
 	return p;
 }
 

@@ -99,7 +99,7 @@ static void usage(FILE *f)
 		"  mlprof record -- python3 train.py\n"
 		"  mlprof record -p 1234 -d 30 -o train.pb.gz -o train.html\n"
 		"  mlprof record -a -F 49 -d 10 -o host.svg\n",
-		MLPROF_DEFAULT_USTACK, MLPROF_MAX_USTACK);
+		(unsigned int)MLPROF_DEFAULT_USTACK, (unsigned int)MLPROF_MAX_USTACK);
 }
 
 /* One clear line, then exit status 2 for usage errors. */
@@ -205,7 +205,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		case OPT_STACK:
 			if (parse_uint(optarg, 512, MLPROF_MAX_USTACK, &v))
 				usage_error("invalid --stack-size '%s' (512..%u bytes)", optarg,
-					    MLPROF_MAX_USTACK);
+					    (unsigned int)MLPROF_MAX_USTACK);
 			o->ustack_bytes = (uint32_t)v;
 			break;
 		case OPT_NO_KERNEL:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Loads the cpu BPF object, opens one cpu-clock perf event per online CPU, reads the ring buffer. */
+/* Loads the cpu BPF object, samples every online CPU and delivers the ring-buffer records. */
 #define LOG_MODULE "sampler"
 #include "log.h"
 
@@ -25,46 +25,55 @@ _Static_assert(offsetof(struct mlprof_sample, time_ns) % 8 == 0, "time_ns alignm
 _Static_assert(offsetof(struct mlprof_sample, regs) % 8 == 0, "regs alignment");
 _Static_assert(offsetof(struct mlprof_sample, kstack) % 8 == 0, "kstack alignment");
 _Static_assert(offsetof(struct mlprof_sample, ustack) % 8 == 0, "ustack alignment");
-_Static_assert(sizeof(struct mlprof_sample) ==
-		       80 + MLPROF_NREGS * 8 + MLPROF_MAX_KSTACK * 8,
+_Static_assert(sizeof(struct mlprof_sample) == 80 + MLPROF_NREGS * 8 + MLPROF_MAX_KSTACK * 8,
 	       "mlprof_sample size");
 _Static_assert(sizeof(struct mlprof_proc_event) == 40, "mlprof_proc_event size");
 _Static_assert((MLPROF_MAX_USTACK & (MLPROF_MAX_USTACK - 1)) == 0, "ustack bound");
 
 #define DEFAULT_RINGBUF_BYTES (16UL << 20)
-#define MAX_RINGBUF_BYTES (1UL << 30)
-#define PIDS_MAX_ENTRIES 8192
-#define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
-#define VMLINUX_BTF_PATH "/sys/kernel/btf/vmlinux"
+#define MAX_RINGBUF_BYTES     (1UL << 30)
+#define PIDS_MAX_ENTRIES      8192
+#define CPU_ONLINE_PATH	      "/sys/devices/system/cpu/online"
+#define VMLINUX_BTF_PATH      "/sys/kernel/btf/vmlinux"
 
 struct sampler {
 	struct cpu_bpf *skel;
 	struct bpf_link **links; /* one per attached perf event */
 	int nlinks;
-	int ncpus;		 /* possible CPUs: per-CPU map values and scratch slots */
+	int ncpus; /* possible CPUs: per-CPU map values and scratch slots */
 	struct ring_buffer *rb;
 	sampler_event_cb cb;
 	void *cb_ctx;
 };
 
-static const char *const stat_names[MLPROF_STAT__COUNT] = {
-	[MLPROF_STAT_SAMPLES] = "samples",
-	[MLPROF_STAT_FILTERED] = "filtered",
-	[MLPROF_STAT_RB_FULL] = "ringbuf_full",
-	[MLPROF_STAT_USTACK_ERR] = "ustack_err",
-	[MLPROF_STAT_USTACK_CUT] = "ustack_cut",
-	[MLPROF_STAT_KSTACK_ERR] = "kstack_err",
-	[MLPROF_STAT_NO_REGS] = "no_regs",
-	[MLPROF_STAT_VMA_MISS] = "vma_miss",
-	[MLPROF_STAT_PROC_EVENTS] = "proc_events",
-	[MLPROF_STAT_PROC_RB_FULL] = "proc_ringbuf_full",
-};
-
+/* Returns the metric name of a BPF counter (static string; "unknown" when out of range). */
 const char *sampler__stat_name(enum mlprof_bpf_stat stat)
 {
-	if ((unsigned int)stat >= MLPROF_STAT__COUNT || !stat_names[stat])
-		return "unknown";
-	return stat_names[stat];
+	switch (stat) {
+	case MLPROF_STAT_SAMPLES:
+		return "samples";
+	case MLPROF_STAT_FILTERED:
+		return "filtered";
+	case MLPROF_STAT_RB_FULL:
+		return "ringbuf_full";
+	case MLPROF_STAT_USTACK_ERR:
+		return "ustack_err";
+	case MLPROF_STAT_USTACK_CUT:
+		return "ustack_cut";
+	case MLPROF_STAT_KSTACK_ERR:
+		return "kstack_err";
+	case MLPROF_STAT_NO_REGS:
+		return "no_regs";
+	case MLPROF_STAT_VMA_MISS:
+		return "vma_miss";
+	case MLPROF_STAT_PROC_EVENTS:
+		return "proc_events";
+	case MLPROF_STAT_PROC_RB_FULL:
+		return "proc_ringbuf_full";
+	case MLPROF_STAT__COUNT:
+		break;
+	}
+	return "unknown";
 }
 
 /* libbpf chatter (including verifier logs, one multi-line message) goes to debug level only. */
@@ -242,6 +251,10 @@ static size_t ringbuf_size(size_t want)
 	return sz;
 }
 
+/*
+ * Opens, sizes, loads and attaches the cpu BPF object (see sampler.h). Returns the sampler,
+ * owned by the caller (sampler__free), or NULL with errno set after logging one line.
+ */
 struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb cb, void *ctx)
 {
 	struct sampler *s = NULL;
@@ -250,7 +263,7 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 
 	if (!cfg || !cb || !cfg->freq_hz || cfg->ustack_bytes > MLPROF_MAX_USTACK) {
 		pr_err("invalid sampler configuration (freq %u Hz, ustack %u bytes, max %u)",
-		       cfg ? cfg->freq_hz : 0, cfg ? cfg->ustack_bytes : 0, (unsigned int)MLPROF_MAX_USTACK);
+		       cfg ? cfg->freq_hz : 0, cfg ? cfg->ustack_bytes : 0, MLPROF_MAX_USTACK);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -337,6 +350,7 @@ cleanup:
 	return NULL;
 }
 
+/* Detaches every program and frees everything; NULL is a no-op. */
 void sampler__free(struct sampler *s)
 {
 	if (!s)
@@ -349,6 +363,7 @@ void sampler__free(struct sampler *s)
 	free(s);
 }
 
+/* Puts a tgid into the kernel-side filter map. Returns 0, -EINVAL or the map error. */
 int sampler__add_pid(struct sampler *s, pid_t pid)
 {
 	__u32 key = (__u32)pid;
@@ -365,6 +380,10 @@ int sampler__add_pid(struct sampler *s, pid_t pid)
 	return 0;
 }
 
+/*
+ * Waits up to timeout_ms for records and runs the callback on each; returns the number
+ * consumed, -EINTR on a signal, or the callback's non-zero return (which stops the batch).
+ */
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	if (!s)
@@ -372,6 +391,7 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 	return ring_buffer__poll(s->rb, timeout_ms);
 }
 
+/* Fills out[MLPROF_STAT__COUNT] with the counters summed over CPUs; 0 or -errno. */
 int sampler__stats(struct sampler *s, uint64_t *out)
 {
 	__u64 *vals;

@@ -18,18 +18,19 @@
 #define STT_GNU_IFUNC 10
 #endif
 
-#define SC_BUCKETS 1024			/* hash buckets for tables (chained) */
-#define SC_DEMANGLE_SLOTS 512		/* direct-mapped cache of demangled names */
+#define SC_BUCKETS	     1024 /* hash buckets for tables (chained) */
+#define SC_DEMANGLE_SLOTS    512  /* direct-mapped cache of demangled names */
+#define SC_DEMANGLE_MAX_LEN  4096 /* longer demangled names are cut (bounds the cache) */
 #define SC_DEFAULT_MAX_BYTES (256u << 20)
-#define SC_MINIDEBUG_MAX (256u << 20)	/* bound on decompressed .gnu_debugdata */
-#define SC_LZMA_MEMLIMIT (128u << 20)	/* decoder memory bound */
-#define SC_SIZE_BITS 30
-#define SC_SIZE_MAX ((1u << SC_SIZE_BITS) - 1)
-#define SC_NAMES_MAX UINT32_MAX		/* 32-bit arena offsets */
+#define SC_MINIDEBUG_MAX     (256u << 20) /* bound on decompressed .gnu_debugdata */
+#define SC_LZMA_MEMLIMIT     (128u << 20) /* decoder memory bound */
+#define SC_SIZE_BITS	     30
+#define SC_SIZE_MAX	     ((1u << SC_SIZE_BITS) - 1)
+#define SC_NAMES_MAX	     UINT32_MAX /* 32-bit arena offsets */
 
 /* Where a symbol came from; index into src_names. Also the tie-break order for aliases. */
 enum sym_src { SRC_SYMTAB = 0, SRC_DEBUGINFO, SRC_MINIDEBUG, SRC_DYNSYM };
-static const char *const src_names[] = { "symtab", "debuginfo", "minidebuginfo", "dynsym" };
+static const char *const src_names[] = {"symtab", "debuginfo", "minidebuginfo", "dynsym"};
 
 /* One function symbol: 16 bytes. */
 struct sym {
@@ -56,6 +57,7 @@ struct demangled {
 	char *name;
 };
 
+/* Not thread-safe: one symbolizing thread owns a cache. */
 struct symcache {
 	size_t max_bytes;
 	char *debug_dirs;
@@ -193,34 +195,41 @@ static void evict(struct symcache *sc, const struct symtab *keep)
 
 /*
  * Cache key: the build id, or (without one) path, size and a hash of the ELF and section
- * headers, so that a rebuilt file at the same path gets a new table.
+ * headers, so that a rebuilt file at the same path gets a new table. Writes the key into
+ * buf when it fits, else returns a malloc'd copy in *heap; NULL on ENOMEM.
  */
-static char *make_key(const struct elf_file *ef)
+static const char *make_key(const struct elf_file *ef, char *buf, size_t bufsz, char **heap)
 {
 	const char *bid = elf_file__build_id(ef);
 	const uint8_t *data;
-	size_t len, hdr;
-	char *key;
+	size_t len;
 	uint64_t h;
+	int n;
 
+	*heap = NULL;
 	if (bid)
-		return strdup(bid);
+		return bid;
 	data = elf_file__data(ef, &len);
-	hdr = len < 64 ? len : 64;
-	h = fnv1a(data, hdr, 0xcbf29ce484222325ull);
+	h = fnv1a(data, len < 64 ? len : 64, 0xcbf29ce484222325ull);
 	if (len >= 64) {
 		Elf64_Ehdr eh;
-		uint64_t n;
+		uint64_t sz;
 
 		memcpy(&eh, data, sizeof(eh));
-		n = (uint64_t)eh.e_shnum * eh.e_shentsize;
-		if (eh.e_shoff <= len && n <= len - eh.e_shoff && n <= (64u << 10))
-			h = fnv1a(data + eh.e_shoff, n, h);
+		sz = (uint64_t)eh.e_shnum * eh.e_shentsize;
+		if (eh.e_shoff <= len && sz <= len - eh.e_shoff && sz <= (64u << 10))
+			h = fnv1a(data + eh.e_shoff, sz, h);
 	}
-	if (asprintf(&key, "path:%s:%zu:%016llx", elf_file__path(ef), len,
-		     (unsigned long long)h) < 0)
+	n = snprintf(buf, bufsz, "path:%s:%zu:%016llx", elf_file__path(ef), len,
+		     (unsigned long long)h);
+	if (n >= 0 && (size_t)n < bufsz)
+		return buf;
+	if (asprintf(heap, "path:%s:%zu:%016llx", elf_file__path(ef), len, (unsigned long long)h) <
+	    0) {
+		*heap = NULL;
 		return NULL;
-	return key;
+	}
+	return *heap;
 }
 
 static int builder_add(struct builder *b, const struct build_sym *s)
@@ -247,8 +256,7 @@ static int add_symbols(struct builder *b, const struct elf_file *ef, const char 
 
 	if (elf_file__section(ef, secname, &sec) || !sec.data)
 		return 0;
-	if ((sec.type != SHT_SYMTAB && sec.type != SHT_DYNSYM) ||
-	    sec.entsize < sizeof(Elf64_Sym))
+	if ((sec.type != SHT_SYMTAB && sec.type != SHT_DYNSYM) || sec.entsize < sizeof(Elf64_Sym))
 		return 0;
 	if (elf_file__section_by_index(ef, sec.link, &str) || !str.data || str.type != SHT_STRTAB ||
 	    str.size == 0)
@@ -256,7 +264,7 @@ static int add_symbols(struct builder *b, const struct elf_file *ef, const char 
 	count = sec.size / sec.entsize;
 	for (uint64_t i = 1; i < count; i++) {
 		struct elf_section owner;
-		struct build_sym bs = { 0 };
+		struct build_sym bs = {0};
 		Elf64_Sym sym;
 		unsigned type, bind;
 		int err;
@@ -325,8 +333,8 @@ static struct elf_file *open_minidebuginfo(const struct elf_file *ef)
 			if (ncap > SC_MINIDEBUG_MAX)
 				ncap = SC_MINIDEBUG_MAX;
 			if (ncap <= cap) {
-				pr_warn("%s: .gnu_debugdata larger than %u bytes", elf_file__path(ef),
-					SC_MINIDEBUG_MAX);
+				pr_warn("%s: .gnu_debugdata larger than %u bytes",
+					elf_file__path(ef), SC_MINIDEBUG_MAX);
 				goto cleanup;
 			}
 			p = realloc(out, ncap);
@@ -376,7 +384,7 @@ reject:
 static struct elf_file *find_debug_file(const struct symcache *sc, const struct elf_file *ef,
 					const char *root)
 {
-	const char *prefixes[2] = { root && *root ? root : NULL, "" };
+	const char *prefixes[2] = {root && *root ? root : NULL, ""};
 	const char *bid = elf_file__build_id(ef);
 	const char *path = elf_file__path(ef);
 	const char *link, *slash, *dir_in_root = path;
@@ -428,8 +436,9 @@ static struct elf_file *find_debug_file(const struct symcache *sc, const struct 
 		while (*d) {
 			size_t n = strcspn(d, ":");
 
-			if (n && snprintf(buf, sizeof(buf), "%s%.*s%.*s/%s", prefixes[p], (int)n, d,
-					  (int)dirlen, dir_in_root, link) < (int)sizeof(buf) &&
+			if (n &&
+			    snprintf(buf, sizeof(buf), "%s%.*s%.*s/%s", prefixes[p], (int)n, d,
+				     (int)dirlen, dir_in_root, link) < (int)sizeof(buf) &&
 			    (dbg = try_debug_file(buf, NULL, &crc)))
 				return dbg;
 			d += n + (d[n] == ':');
@@ -514,7 +523,7 @@ static int builder_finish(struct builder *b, struct symtab *t)
 static struct symtab *build_table(struct symcache *sc, struct elf_file *ef, const char *root,
 				  char *key, uint64_t hash)
 {
-	struct builder b = { 0 };
+	struct builder b = {0};
 	struct symtab *t = NULL;
 	struct elf_section sec;
 	uint16_t type = elf_file__type(ef);
@@ -535,15 +544,20 @@ static struct symtab *build_table(struct symcache *sc, struct elf_file *ef, cons
 		err = add_symbols(&b, ef, ".symtab", SRC_SYMTAB);
 	} else {
 		struct elf_file *dbg, *mini;
+		size_t ndyn;
 
 		err = add_symbols(&b, ef, ".dynsym", SRC_DYNSYM);
 		if (err)
 			goto cleanup;
+		ndyn = b.n;
+
 		dbg = find_debug_file(sc, ef, root);
 		if (dbg) {
 			builder_keep(&b, dbg);
 			err = add_symbols(&b, dbg, ".symtab", SRC_DEBUGINFO);
-		} else if ((mini = open_minidebuginfo(ef))) {
+		}
+		/* MiniDebugInfo only when no debug file contributed functions */
+		if (!err && b.n == ndyn && (mini = open_minidebuginfo(ef))) {
 			builder_keep(&b, mini);
 			err = add_symbols(&b, mini, ".symtab", SRC_MINIDEBUG);
 		}
@@ -580,6 +594,14 @@ static const char *display_name(struct symcache *sc, const struct symtab *t, uin
 		return d->name;
 	free(d->name);
 	d->name = demangle(raw);
+	if (d->name && strlen(d->name) > SC_DEMANGLE_MAX_LEN) {
+		char *shrunk;
+
+		memcpy(d->name + SC_DEMANGLE_MAX_LEN - 3, "...", 4);
+		shrunk = realloc(d->name, SC_DEMANGLE_MAX_LEN + 1);
+		if (shrunk)
+			d->name = shrunk;
+	}
 	d->gen = t->gen;
 	d->idx = idx;
 	return d->name ? d->name : raw;
@@ -591,12 +613,13 @@ int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_
 {
 	struct symtab *t;
 	const struct sym *s;
+	const char *key;
+	char keybuf[512], *heap;
 	uint64_t hash;
 	uint32_t lo, hi, size;
-	char *key;
 
 	sc->stats.lookups++;
-	key = make_key(ef);
+	key = make_key(ef, keybuf, sizeof(keybuf), &heap);
 	if (!key)
 		return -ENOMEM;
 	hash = fnv1a(key, strlen(key), 0xcbf29ce484222325ull);
@@ -604,16 +627,24 @@ int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_
 		if (t->hash == hash && strcmp(t->key, key) == 0)
 			break;
 	if (t) {
-		free(key);
+		free(heap);
 		sc->stats.hits++;
-		lru_unlink(sc, t);
-		lru_push_head(sc, t);
+		if (t != sc->lru_head) {
+			lru_unlink(sc, t);
+			lru_push_head(sc, t);
+		}
 	} else {
-		t = build_table(sc, ef, root_prefix, key, hash); /* takes key */
+		char *owned = heap ? heap : strdup(key);
+
+		if (!owned)
+			return -ENOMEM;
+		t = build_table(sc, ef, root_prefix, owned, hash); /* takes owned */
 		if (!t) {
+			int err = -errno;
+
 			pr_warn("cannot build symbols for %s: %s", elf_file__path(ef),
-				strerror(errno));
-			return -errno;
+				strerror(-err));
+			return err;
 		}
 		t->hnext = sc->buckets[hash % SC_BUCKETS];
 		sc->buckets[hash % SC_BUCKETS] = t;

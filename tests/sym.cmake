@@ -34,6 +34,8 @@ buildid() { "$READELF" -n "$1" | sed -n 's/.*Build ID: *//p'; }
 "$NM" --defined-only c_full > c_full.nm
 buildid c_full > c_full.buildid
 "$STRIP" --strip-all -o c_stripped c_full
+"$CC" -O0 -g -fno-inline -Wl,--build-id=none -o c_nobid "$src/sym_fixture.c"
+"$NM" --defined-only c_nobid > c_nobid.nm
 
 # C++ program: full and stripped
 "$CXX" $flags -o cpp_full "$src/sym_fixture_cpp.cc"

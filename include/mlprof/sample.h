@@ -20,9 +20,9 @@
 /* Kernel stack frames captured per sample (bpf_get_stack, deepest first). */
 #define MLPROF_MAX_KSTACK 64
 /* Upper bound of the user stack copy; the run-time size is a rodata knob <= this. */
-#define MLPROF_MAX_USTACK (64 * 1024)
+#define MLPROF_MAX_USTACK (64U * 1024)
 /* Default user stack copy: deep enough for PyTorch + CPython stacks (perf uses 8 KiB). */
-#define MLPROF_DEFAULT_USTACK (32 * 1024)
+#define MLPROF_DEFAULT_USTACK (32U * 1024)
 
 /* Every ring-buffer record starts with this type tag. */
 enum mlprof_event_type {

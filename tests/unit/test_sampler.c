@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,8 +15,8 @@
 #include "log.h"
 #include "sampler.h"
 
-#define FREQ_HZ 199
-#define SPIN_MARKER 0x6d6c70726f663a29ULL
+#define FREQ_HZ	      199
+#define SPIN_MARKER   0x6d6c70726f663a29ULL
 #define MAX_EXEC_PIDS 8
 
 /* The spin loop lives in its own section so its address range is known exactly. */
@@ -49,7 +50,7 @@ __attribute__((noinline, section("mlprof_spin"))) static uint64_t spin_user(void
 	return x;
 }
 
-/* Spends about ms milliseconds in the kernel (zero-filling buffers). */
+/* Spends about ms milliseconds of CPU time in the kernel (zero-filling buffers). */
 static void spin_kernel(int ms)
 {
 	static char buf[1 << 20];
@@ -58,26 +59,31 @@ static void spin_kernel(int ms)
 
 	if (fd < 0)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &a);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
 	do {
 		if (read(fd, buf, sizeof(buf)) < 0)
 			break;
-		clock_gettime(CLOCK_MONOTONIC, &b);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
 	} while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
 	close(fd);
 }
 
-/* Child: waits for the go byte, spins in user space, then in the kernel, then runs /bin/true. */
+/*
+ * Child: waits for the go byte, spins 1 s of CPU time in user space (ITIMER_VIRTUAL, so the
+ * sample count does not depend on how busy the host is), 0.4 s in the kernel, then runs
+ * /bin/true.
+ */
 static void child_main(int go_fd, bool run_true)
 {
-	struct sigaction sa = { .sa_handler = on_alarm };
+	struct sigaction sa = {.sa_handler = on_alarm};
+	struct itimerval it = {.it_value = {.tv_sec = 1}};
 	char c;
 	pid_t pid;
 
 	if (read(go_fd, &c, 1) != 1)
 		_exit(2);
-	sigaction(SIGALRM, &sa, NULL);
-	alarm(1);
+	sigaction(SIGVTALRM, &sa, NULL);
+	setitimer(ITIMER_VIRTUAL, &it, NULL);
 	spin_user();
 	spin_kernel(400);
 	if (run_true) {
@@ -104,6 +110,7 @@ struct results {
 	long kernel_samples;  /* samples that hit kernel mode */
 	long kernel_ok;	      /* ... with user regs, a kernel stack and a plausible SP */
 	long no_regs, no_ustack, bad_sp, bad_len;
+	long flag_err, flag_cut; /* samples flagged USTACK_ERR / USTACK_CUT */
 	int nforks;
 	pid_t fork_pid[MAX_EXEC_PIDS];
 	bool exec_true, exit_true, exit_target, exit_other;
@@ -143,6 +150,10 @@ static void on_sample(struct results *r, const struct mlprof_sample *smp, size_t
 		return;
 	}
 	r->samples++;
+	if (smp->flags & MLPROF_SF_USTACK_ERR)
+		r->flag_err++;
+	if (smp->flags & MLPROF_SF_USTACK_CUT)
+		r->flag_cut++;
 	if ((pid_t)smp->pid == r->other)
 		r->other_pid++;
 	if ((pid_t)smp->pid != r->target && !is_fork_child(r, smp->pid)) {
@@ -245,12 +256,13 @@ int main(void)
 		.ringbuf_bytes = 0,
 		.self_pid = getpid(),
 	};
-	struct results r = { 0 };
+	struct results r = {0};
 	uint64_t stats[MLPROF_STAT__COUNT];
 	struct sampler *s = NULL;
 	int go_target = -1, go_other = -1;
 	bool target_done = false, other_done = false;
 	int stack_anchor = 0;
+	int poll_err = 0;
 	struct timespec t0, now;
 
 	if (geteuid() != 0) {
@@ -290,7 +302,8 @@ int main(void)
 	for (;;) {
 		int n = sampler__poll(s, 100);
 
-		CHECK(n >= 0 || n == -EINTR, "poll: %d", n);
+		if (n < 0 && n != -EINTR)
+			poll_err = n;
 		if (!target_done && waitpid(r.target, NULL, WNOHANG) == r.target)
 			target_done = true;
 		if (!other_done && waitpid(r.other, NULL, WNOHANG) == r.other)
@@ -298,33 +311,37 @@ int main(void)
 		if (target_done && other_done && r.exit_target)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - t0.tv_sec > 15)
+		if (now.tv_sec - t0.tv_sec > 60)
 			break;
 	}
 	/* drain what is left */
 	while (sampler__poll(s, 50) > 0)
 		;
+	CHECK_INT(poll_err, 0);
 
 	printf("samples %ld (user %ld, in spin %ld, marker %ld; kernel %ld, ok %ld) "
 	       "forks %d exec %d exit %d/%d\n",
-	       r.samples, r.user_samples, r.in_spin, r.with_marker, r.kernel_samples,
-	       r.kernel_ok, r.nforks, r.exec_true, r.exit_true, r.exit_target);
+	       r.samples, r.user_samples, r.in_spin, r.with_marker, r.kernel_samples, r.kernel_ok,
+	       r.nforks, r.exec_true, r.exit_true, r.exit_target);
 
-	/* ~199 samples for 1 s of user spinning, ~80 for 0.4 s in the kernel; the host may be
-	 * busy (and freq mode ramps up), so the bounds are loose and the ratios strict */
-	CHECK(r.samples >= FREQ_HZ / 4, "too few samples: %ld", r.samples);
+	/*
+	 * ~199 samples for 1 s of user CPU time, ~80 for 0.4 s in the kernel; sampling is
+	 * statistical (and the last tick of a time slice may go to the next task), so
+	 * counts are loose and ratios strict.
+	 */
+	CHECK(r.samples >= FREQ_HZ / 2, "too few samples: %ld", r.samples);
 	CHECK_INT(r.bad_len, 0);
 	CHECK_INT(r.wrong_pid, 0);
 	CHECK_INT(r.other_pid, 0);
 	CHECK_INT(r.no_regs, 0);
 	CHECK_INT(r.no_ustack, 0);
 	CHECK_INT(r.bad_sp, 0);
-	CHECK(r.user_samples >= FREQ_HZ / 5, "user samples: %ld", r.user_samples);
+	CHECK(r.user_samples >= FREQ_HZ / 3, "user samples: %ld", r.user_samples);
 	CHECK(r.in_spin * 10 >= r.user_samples * 8, "IP in spin_user for %ld of %ld", r.in_spin,
 	      r.user_samples);
 	CHECK(r.with_marker * 10 >= r.in_spin * 9, "marker in %ld of %ld stacks", r.with_marker,
 	      r.in_spin);
-	CHECK(r.kernel_samples >= 5, "kernel samples: %ld", r.kernel_samples);
+	CHECK(r.kernel_samples >= 10, "kernel samples: %ld", r.kernel_samples);
 	CHECK(r.kernel_ok * 10 >= r.kernel_samples * 9, "kernel stacks: %ld of %ld", r.kernel_ok,
 	      r.kernel_samples);
 
@@ -340,8 +357,10 @@ int main(void)
 		printf("  %s = %llu\n", sampler__stat_name(i), (unsigned long long)stats[i]);
 	CHECK_INT(stats[MLPROF_STAT_SAMPLES], r.samples);
 	CHECK_INT(stats[MLPROF_STAT_RB_FULL], 0);
-	CHECK_INT(stats[MLPROF_STAT_USTACK_ERR], 0);
-	CHECK(stats[MLPROF_STAT_FILTERED] >= (uint64_t)FREQ_HZ / 2, "filtered: %llu",
+	/* per-sample flags and counters agree (a sample taken mid-exec may have no stack) */
+	CHECK_INT(stats[MLPROF_STAT_USTACK_ERR], r.flag_err);
+	CHECK_INT(stats[MLPROF_STAT_USTACK_CUT], r.flag_cut);
+	CHECK(stats[MLPROF_STAT_FILTERED] >= (uint64_t)FREQ_HZ / 5, "filtered: %llu",
 	      (unsigned long long)stats[MLPROF_STAT_FILTERED]);
 	/* fork + exec + exit of /bin/true, exit of the target */
 	CHECK(stats[MLPROF_STAT_PROC_EVENTS] >= 4, "proc events: %llu",

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+// File backend: <out_dir>/<service>-<UTC time>-<seq>.pb.gz, atomic, directory size bounded.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "exporter.h"
+
+#define LOG_MODULE "export-file"
+#include "log.h"
+
+#define FILE_SUFFIX ".pb.gz"
+#define MAX_SCAN 100000
+
+struct ofile {
+	char name[NAME_MAX + 1];
+	time_t mtime;
+	uint64_t size;
+};
+
+static int cmp_ofile(const void *a, const void *b)
+{
+	const struct ofile *x = a, *y = b;
+
+	if (x->mtime != y->mtime)
+		return x->mtime < y->mtime ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Deletes the oldest *.pb.gz files while the directory is over max_bytes. */
+static uint64_t enforce_bound(const char *dir, uint64_t max_bytes, uint64_t incoming)
+{
+	struct ofile *f = NULL, *nf;
+	size_t n = 0, cap = 0, i;
+	uint64_t total = incoming, deleted = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (!max_bytes)
+		return 0;
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < MAX_SCAN) {
+		size_t l = strlen(de->d_name);
+		char path[PATH_MAX];
+		struct stat stb;
+
+		if (de->d_name[0] == '.' || l < sizeof(FILE_SUFFIX) ||
+		    strcmp(de->d_name + l - strlen(FILE_SUFFIX), FILE_SUFFIX))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &stb) || !S_ISREG(stb.st_mode))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			nf = realloc(f, cap * sizeof(*f));
+			if (!nf)
+				break;
+			f = nf;
+		}
+		snprintf(f[n].name, sizeof(f[n].name), "%s", de->d_name);
+		f[n].mtime = stb.st_mtime;
+		f[n].size = (uint64_t)stb.st_size;
+		total += f[n].size;
+		n++;
+	}
+	closedir(d);
+	if (f)
+		qsort(f, n, sizeof(*f), cmp_ofile);
+	for (i = 0; i < n && total > max_bytes; i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, f[i].name);
+		if (unlink(path))
+			continue;
+		total -= f[i].size;
+		deleted++;
+	}
+	free(f);
+	return deleted;
+}
+
+static enum export_status file_send(struct exporter *e, const struct export_item *it,
+				    struct export_result *res)
+{
+	const struct exporter_config *c = exporter__config(e);
+	const char *service = "unknown_service";
+	char path[PATH_MAX], tmp[PATH_MAX], stamp[32], svc[128];
+	uint8_t *gz = NULL;
+	const uint8_t *data = it->pprof;
+	size_t len = it->pprof_len, i;
+	time_t secs = (time_t)(it->start_ns / 1000000000);
+	struct tm tm;
+	int fd = -1, n;
+
+	for (n = 0; n < it->n_labels; n++)
+		if (!strcmp(it->labels[n].name, "service_name"))
+			service = it->labels[n].value;
+	snprintf(svc, sizeof(svc), "%s", service);
+	for (i = 0; svc[i]; i++)
+		if (svc[i] == '/' || svc[i] == ' ' || (unsigned char)svc[i] < 32)
+			svc[i] = '_';
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	if (mkdir(c->out_dir, 0755) && errno != EEXIST)
+		goto fail;
+	/* .pb.gz: gzip the pprof unless it already is */
+	if (len < 2 || it->pprof[0] != 0x1f || it->pprof[1] != 0x8b) {
+		uLongf zl = compressBound((uLong)len) + 32;
+		z_stream zs = { 0 };
+
+		gz = malloc(zl);
+		if (!gz || deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8,
+					Z_DEFAULT_STRATEGY) != Z_OK) {
+			errno = ENOMEM;
+			goto fail;
+		}
+		zs.next_in = (Bytef *)it->pprof;
+		zs.avail_in = (uInt)len;
+		zs.next_out = gz;
+		zs.avail_out = (uInt)zl;
+		n = deflate(&zs, Z_FINISH);
+		len = zs.total_out;
+		deflateEnd(&zs);
+		if (n != Z_STREAM_END) {
+			errno = EIO;
+			goto fail;
+		}
+		data = gz;
+	}
+	res->files_deleted = enforce_bound(c->out_dir, c->out_max_bytes, len);
+	snprintf(path, sizeof(path), "%s/%s-%s-%06" PRIu64 FILE_SUFFIX, c->out_dir, svc, stamp,
+		 it->seq);
+	snprintf(tmp, sizeof(tmp), "%s/.%s-%s-%06" PRIu64 ".tmp", c->out_dir, svc, stamp,
+		 it->seq);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto fail;
+	for (i = 0; i < len;) {
+		ssize_t w = write(fd, data + i, len - i);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			goto fail;
+		i += (size_t)w;
+	}
+	if (fsync(fd) || close(fd)) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path))
+		goto fail;
+	free(gz);
+	return EXPORT_SENT;
+fail:
+	snprintf(res->message, sizeof(res->message), "cannot write %s: %s", c->out_dir,
+		 strerror(errno));
+	pr_warn("%s", res->message);
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	free(gz);
+	/* a full or read-only disk may recover: retry, then spool */
+	return EXPORT_RETRYABLE;
+}
+
+/* Local directory of timestamped pprof files. */
+const struct export_ops export_file_ops = {
+	.name = "file",
+	.send = file_send,
+};

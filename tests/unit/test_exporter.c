@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: Apache-2.0
+// Exporter against tests/integration/fault_server.py (fake Pyroscope): retries, 4xx, spool.
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <curl/curl.h>
+
+#include "check.h"
+#include "exporter.h"
+
+static char tmpdir[256];
+
+static void msleep(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Starts the fault server; returns its pid and sets *port (0 = random). */
+static pid_t start_server(int *port, bool require_tenant)
+{
+	char pf[300], portarg[16];
+	pid_t pid;
+	int i;
+
+	snprintf(pf, sizeof(pf), "%s/port", tmpdir);
+	unlink(pf);
+	snprintf(portarg, sizeof(portarg), "%d", *port);
+	pid = fork();
+	if (pid == 0) {
+		execlp("python3", "python3", TEST_SRC_DIR "/integration/fault_server.py", "--port",
+		       portarg, "--port-file", pf, require_tenant ? "--require-tenant" : NULL,
+		       (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 200; i++) {
+		FILE *f = fopen(pf, "r");
+
+		if (f) {
+			int ok = fscanf(f, "%d", port);
+
+			fclose(f);
+			if (ok == 1)
+				return pid;
+		}
+		msleep(25);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+static void stop_server(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+struct buf {
+	char *p;
+	size_t len;
+};
+
+static size_t on_data(char *p, size_t sz, size_t n, void *ctx)
+{
+	struct buf *b = ctx;
+	char *np = realloc(b->p, b->len + sz * n + 1);
+
+	if (!np)
+		return 0;
+	memcpy(np + b->len, p, sz * n);
+	b->len += sz * n;
+	np[b->len] = 0;
+	b->p = np;
+	return sz * n;
+}
+
+/* GET or POST (body != NULL) on the control API; returns malloc'd body or NULL. */
+static char *control(int port, const char *path, const char *body)
+{
+	struct buf b = { NULL, 0 };
+	char url[256];
+	CURL *c = curl_easy_init();
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	if (body)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	if (curl_easy_perform(c) != CURLE_OK) {
+		free(b.p);
+		b.p = NULL;
+	}
+	curl_easy_cleanup(c);
+	if (!b.p)
+		b.p = strdup("");
+	return b.p;
+}
+
+static int count_lines(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, needle)); s++)
+		n++;
+	return n;
+}
+
+static const uint8_t fake_pprof[] = { 0x0a, 0x04, 0x08, 0x01, 0x10, 0x02 };
+
+static int submit(struct exporter *e, int window)
+{
+	char w[16];
+	struct label_pair l[3] = {
+		{ "__name__", "process_cpu" }, { "service_name", "svc" }, { "window", w }
+	};
+	struct export_item it = { .labels = l, .n_labels = 3, .pprof = fake_pprof,
+				  .pprof_len = sizeof(fake_pprof), .seq = (uint64_t)window };
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	it.start_ns = (int64_t)ts.tv_sec * 1000000000 - 10000000000LL;
+	it.end_ns = (int64_t)ts.tv_sec * 1000000000;
+	snprintf(w, sizeof(w), "%d", window);
+	return exporter__submit(e, &it);
+}
+
+static struct exporter_config base_cfg(char *url, size_t len, int port, const char *spool)
+{
+	struct exporter_config c = {
+		.kind = EXPORTER_PUSH, .url = url, .connect_timeout_ms = 500, .timeout_ms = 2000,
+		.max_retries = 3, .backoff_min_ms = 5, .backoff_max_ms = 40,
+		.spool_dir = spool, .spool_max_bytes = 1 << 20, .queue_max_bytes = 1 << 20,
+	};
+
+	snprintf(url, len, "http://127.0.0.1:%d/", port);
+	return c;
+}
+
+/* Waits until the server log has n lines containing needle; returns the log. */
+static char *wait_log(int port, const char *needle, int n)
+{
+	char *log = NULL;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		free(log);
+		log = control(port, "/_control/log", NULL);
+		if (count_lines(log, needle) >= n)
+			break;
+		msleep(50);
+	}
+	return log;
+}
+
+static void test_retry_and_headers(void)
+{
+	int port = 0;
+	pid_t srv = start_server(&port, false);
+	char url[128], *log;
+	struct exporter_config c = base_cfg(url, sizeof(url), port, NULL);
+	struct exporter_stats st;
+	struct exporter *e;
+
+	CHECK(srv > 0, "fault server did not start");
+	c.tenant = "tenant-a";
+	c.basic_user = "user";
+	c.basic_password = "pass";
+	e = exporter__new(&c);
+	CHECK(e != NULL, "exporter__new: %s", strerror(errno));
+	if (!e)
+		goto out;
+
+	/* 429 then 200: retried and delivered */
+	free(control(port, "/_control/script", "[[429, \"slow down\"]]"));
+	CHECK_INT(submit(e, 1), 0);
+	CHECK_INT(exporter__flush(e, 5000), 0);
+	log = control(port, "/_control/log", NULL);
+	CHECK(strstr(log, "429 /push.v1.PusherService/Push") != NULL, "no 429 in %s", log);
+	CHECK_INT(count_lines(log, "200 /push.v1.PusherService/Push"), 1);
+	CHECK(strstr(log, "org=tenant-a") != NULL, "tenant header missing: %s", log);
+	CHECK(strstr(log, "auth=Basic dXNlcjpwYXNz") != NULL, "basic auth missing: %s", log);
+	CHECK(strstr(log, "ua=mlprof/") != NULL, "user agent: %s", log);
+	CHECK(strstr(log, "cpv=1") != NULL, "connect header: %s", log);
+	CHECK(strstr(log, "labels=__name__=process_cpu;service_name=svc;window=1") != NULL,
+	      "labels: %s", log);
+	free(log);
+	exporter__stats(e, &st);
+	CHECK_INT(st.pushed, 1);
+	CHECK_INT(st.retries, 1);
+
+	/* 500 twice: retried */
+	free(control(port, "/_control/reset", "{}"));
+	free(control(port, "/_control/script", "[[500, \"boom\"], [503, \"unavailable\"]]"));
+	submit(e, 2);
+	CHECK_INT(exporter__flush(e, 5000), 0);
+	log = control(port, "/_control/log", NULL);
+	CHECK_INT(count_lines(log, "\n"), 3);
+	CHECK_INT(count_lines(log, "200 /push"), 1);
+	free(log);
+	exporter__stats(e, &st);
+	CHECK_INT(st.pushed, 2);
+	CHECK_INT(st.retries, 3);
+
+	/* 400: not retried, counted, dropped */
+	free(control(port, "/_control/reset", "{}"));
+	free(control(port, "/_control/script", "[[400, \"profile too old\"]]"));
+	submit(e, 3);
+	CHECK_INT(exporter__flush(e, 5000), 0);
+	msleep(100);
+	log = control(port, "/_control/log", NULL);
+	CHECK_INT(count_lines(log, "\n"), 1);
+	CHECK_INT(count_lines(log, "400 /push"), 1);
+	free(log);
+	exporter__stats(e, &st);
+	CHECK_INT(st.rejected_4xx, 1);
+	CHECK_INT(st.pushed, 2);
+	exporter__free(e);
+out:
+	stop_server(srv);
+}
+
+static void test_wrong_url_and_tenant(void)
+{
+	int port = 0, dead_port = 0;
+	pid_t srv = start_server(&port, true), dead;
+	char url[128], spool[300], *log;
+	struct exporter_config c = base_cfg(url, sizeof(url), port, NULL);
+	struct exporter_stats st;
+	struct exporter *e;
+
+	/* multitenancy on, no tenant: 401 "no org id", not retried */
+	e = exporter__new(&c);
+	if (!e)
+		goto out;
+	submit(e, 1);
+	CHECK_INT(exporter__flush(e, 5000), 0);
+	log = control(port, "/_control/log", NULL);
+	CHECK_INT(count_lines(log, "401 /push"), 1);
+	free(log);
+	exporter__stats(e, &st);
+	CHECK_INT(st.rejected_4xx, 1);
+	CHECK_INT(st.retries, 0);
+	exporter__free(e);
+
+	/* wrong path: 404, not retried */
+	free(control(port, "/_control/reset", "{}"));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/wrong/prefix", port);
+	c.tenant = "t";
+	e = exporter__new(&c);
+	if (!e)
+		goto out;
+	submit(e, 1);
+	exporter__flush(e, 5000);
+	log = control(port, "/_control/log", NULL);
+	CHECK_INT(count_lines(log, "404 /wrong/prefix/push.v1.PusherService/Push"), 1);
+	free(log);
+	exporter__stats(e, &st);
+	CHECK_INT(st.rejected_4xx, 1);
+	exporter__free(e);
+
+	/* connection refused: retried, then spooled (nothing lost) */
+	dead = start_server(&dead_port, false);
+	stop_server(dead);
+	snprintf(spool, sizeof(spool), "%s/spool-refused", tmpdir);
+	c = base_cfg(url, sizeof(url), dead_port, spool);
+	c.max_retries = 1;
+	e = exporter__new(&c);
+	if (!e)
+		goto out;
+	submit(e, 1);
+	exporter__flush(e, 5000);
+	exporter__stats(e, &st);
+	CHECK_INT(st.spooled, 1);
+	CHECK_INT(st.spool_files, 1);
+	CHECK(st.failed >= 2, "failed %llu", (unsigned long long)st.failed);
+	CHECK_INT(st.pushed, 0);
+	exporter__free(e);
+out:
+	stop_server(srv);
+}
+
+/* Checks that the log holds windows 1..n exactly once each, in order, all with 200. */
+static void check_order(const char *log, int n)
+{
+	const char *p = log;
+	char needle[64];
+	int w;
+
+	for (w = 1; w <= n; w++) {
+		const char *q;
+
+		snprintf(needle, sizeof(needle), "window=%d name", w);
+		q = strstr(p, needle);
+		CHECK(q != NULL, "window %d missing or out of order in:\n%s", w, log);
+		if (!q)
+			return;
+		CHECK(strstr(q + 1, needle) == NULL, "window %d delivered twice", w);
+		p = q;
+	}
+	CHECK_INT(count_lines(log, "200 /push"), n);
+}
+
+static void test_down_then_up(void)
+{
+	int port = 0;
+	pid_t srv = start_server(&port, false);
+	char url[128], spool[300], *log;
+	struct exporter_config c;
+	struct exporter_stats st;
+	struct exporter *e;
+	int w;
+
+	snprintf(spool, sizeof(spool), "%s/spool-down", tmpdir);
+	c = base_cfg(url, sizeof(url), port, spool);
+	c.max_retries = 1;
+	stop_server(srv); /* backend down */
+
+	/* first agent run: everything spooled, then the agent exits */
+	e = exporter__new(&c);
+	if (!e)
+		return;
+	for (w = 1; w <= 3; w++)
+		CHECK_INT(submit(e, w), 0);
+	exporter__flush(e, 5000);
+	exporter__free(e);
+
+	/* second agent run, backend still down: queue full spills too (order kept) */
+	c.queue_max_bytes = 1; /* every item goes to the spool */
+	e = exporter__new(&c);
+	if (!e)
+		return;
+	exporter__stats(e, &st);
+	CHECK_INT(st.spool_files, 3);
+	for (w = 4; w <= 5; w++)
+		CHECK_INT(submit(e, w), 0);
+	exporter__stats(e, &st);
+	CHECK_INT(st.spool_files, 5);
+
+	/* backend back on the same port: the spool drains oldest first */
+	srv = start_server(&port, false);
+	CHECK(srv > 0, "restart");
+	c.queue_max_bytes = 1 << 20;
+	log = wait_log(port, "200 /push", 5);
+	for (w = 0; w < 100; w++) {
+		exporter__stats(e, &st);
+		if (!st.spool_files)
+			break;
+		msleep(50);
+	}
+	exporter__flush(e, 5000);
+	/* a newer item goes after the spooled ones */
+	submit(e, 6);
+	exporter__flush(e, 5000);
+	free(log);
+	log = wait_log(port, "200 /push", 6);
+	check_order(log, 6);
+	exporter__stats(e, &st);
+	CHECK_INT(st.spool_files, 0);
+	CHECK_INT(st.pushed, 6);
+	free(log);
+	exporter__free(e);
+	stop_server(srv);
+}
+
+static void test_ingest(void)
+{
+	int port = 0;
+	pid_t srv = start_server(&port, false);
+	char url[128], *log;
+	struct exporter_config c = base_cfg(url, sizeof(url), port, NULL);
+	struct exporter *e;
+
+	c.kind = EXPORTER_INGEST;
+	e = exporter__new(&c);
+	if (!e)
+		goto out;
+	submit(e, 7);
+	exporter__flush(e, 5000);
+	log = control(port, "/_control/log", NULL);
+	CHECK(strstr(log, "200 /ingest") && strstr(log, "name=svc{window=7}"), "ingest: %s",
+	      log);
+	free(log);
+	exporter__free(e);
+out:
+	stop_server(srv);
+}
+
+static void test_file(void)
+{
+	char dir[300], url[8];
+	struct exporter_config c = { .kind = EXPORTER_FILE, .out_dir = dir, .out_max_bytes = 100 };
+	struct exporter_stats st;
+	struct exporter *e;
+	char cmd[400];
+	FILE *p;
+	int n = 0, w;
+
+	(void)url;
+	snprintf(dir, sizeof(dir), "%s/out", tmpdir);
+	e = exporter__new(&c);
+	CHECK(e != NULL, "file exporter");
+	if (!e)
+		return;
+	for (w = 1; w <= 5; w++)
+		submit(e, w);
+	exporter__flush(e, 5000);
+	exporter__stats(e, &st);
+	CHECK_INT(st.pushed, 5);
+	CHECK(st.files_deleted >= 1, "files_deleted %llu", (unsigned long long)st.files_deleted);
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c '^svc-.*Z-00000[0-9].pb.gz$'", dir);
+	p = popen(cmd, "r");
+	if (p) {
+		if (fscanf(p, "%d", &n) != 1)
+			n = -1;
+		pclose(p);
+	}
+	CHECK(n >= 1 && n < 5, "files kept %d", n);
+	exporter__free(e);
+}
+
+int main(void)
+{
+	char cmd[300];
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/mlprof-test-exporter-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	test_retry_and_headers();
+	test_wrong_url_and_tenant();
+	test_down_then_up();
+	test_ingest();
+	test_file();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd))
+		fprintf(stderr, "cannot clean %s\n", tmpdir);
+	return check_done("exporter");
+}

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Unit tests for the text outputs: folded stacks, HTML flame graph (escaping, totals), SVG. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "output.h"
+
+#define NASTY "std::map<K, V>::operator[](\"k\\\\\") & </script><b>"
+
+static struct profile *make_profile(void)
+{
+	struct profile_config cfg = {
+		.n_sample_types = 2,
+		.sample_types = { { "samples", "count" }, { "cpu", "nanoseconds" } },
+		.period = 1000000,
+	};
+	struct frame_mapping so = { 0x7f0000000000, 0x7f0000100000, 0x2000, "/lib/libtorch_cpu.so",
+				    NULL };
+	struct frame a[3] = {
+		{ .kind = FRAME_NATIVE, .addr = 0x7f0000000100, .function = NASTY, .map = &so },
+		{ .kind = FRAME_PYTHON, .function = "step", .file = "train.py", .line = 10 },
+		{ .kind = FRAME_PROCESS, .function = "python3" },
+	};
+	struct frame b[3] = {
+		{ .kind = FRAME_KERNEL, .addr = 0xffffffff81000000, .function = "schedule" },
+		{ .kind = FRAME_NATIVE, .addr = 0x7f0000000300, .map = &so }, /* unnamed */
+		{ .kind = FRAME_PROCESS, .function = "python3" },
+	};
+	struct frame c[2] = {
+		{ .kind = FRAME_CUDA_KERNEL, .function = "ampere_sgemm_128x64" },
+		{ .kind = FRAME_TRUNCATED, .function = "[truncated: stack copy limit]" },
+	};
+	struct profile_label l1 = { .key = "tid", .num = 1 }, l2 = { .key = "tid", .num = 2 };
+	int64_t v3[2] = { 3, 3000 }, v2[2] = { 2, 2000 }, v1[2] = { 1, 1000 };
+	struct profile *p = profile__new(&cfg);
+
+	if (!p)
+		return NULL;
+	/* the first stack twice with different labels: one folded line */
+	if (profile__add(p, a, 3, v3, &l1, 1) || profile__add(p, a, 3, v2, &l2, 1) ||
+	    profile__add(p, b, 3, v2, NULL, 0) || profile__add(p, c, 2, v1, NULL, 0))
+		return NULL;
+	return p;
+}
+
+static char *render(struct profile *p, int which, const char *title)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int err;
+
+	if (!f)
+		return NULL;
+	if (which == 0)
+		err = folded__write(p, 0, f);
+	else if (which == 1)
+		err = flamegraph__write_html(p, 0, title, f);
+	else
+		err = flamegraph__write_svg(p, 1, title, f);
+	fclose(f);
+	CHECK_INT(err, 0);
+	return buf;
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *s = strstr(hay, needle); s; s = strstr(s + 1, needle))
+		n++;
+	return n;
+}
+
+static void test_folded(struct profile *p)
+{
+	char *out = render(p, 0, NULL);
+
+	CHECK_STR(out, "[truncated: stack copy limit];ampere_sgemm_128x64 1\n"
+		       "python3;libtorch_cpu.so+0x2300;schedule_[k] 2\n"
+		       "python3;step (train.py:10);" NASTY " 5\n");
+	free(out);
+}
+
+static void test_html(struct profile *p)
+{
+	char *out = render(p, 1, "GPU <host> & \"train\"");
+	const char *data;
+
+	CHECK(out != NULL, "html rendered");
+	if (!out)
+		return;
+	CHECK(!strncmp(out, "<!DOCTYPE html>", 15), "doctype");
+	CHECK(strstr(out, "</html>\n") != NULL, "complete document");
+	/* title escaped in <title> and in the JSON metadata */
+	CHECK(strstr(out, "<title>GPU &lt;host&gt; &amp; &quot;train&quot;</title>") != NULL,
+	      "title escaped");
+	CHECK(strstr(out, "\"title\":\"GPU \\u003chost\\u003e \\u0026 \\\"train\\\"\"") != NULL,
+	      "title in json");
+	/* self-contained: no external resources */
+	CHECK(!strstr(out, "src=\"http") && !strstr(out, "href=\"http") && !strstr(out, "@import"),
+	      "no external resources");
+	/* exactly one closing script tag per script element: names cannot close it */
+	CHECK_INT(count(out, "</script>"), count(out, "<script"));
+	data = strstr(out, "id=\"fg-data\">");
+	CHECK(data != NULL, "embedded data");
+	if (data) {
+		static const char root[] = "{\"name\":\"all\",\"value\":8,\"kind\":-1,\"children\":["
+					   "{\"name\":\"[truncated: stack copy limit]\"";
+
+		CHECK(!strncmp(data + 13, root, strlen(root)), "root total: %.80s", data + 13);
+		CHECK(strstr(data, "{\"name\":\"std::map\\u003cK, V\\u003e::operator[](\\\"k\\\\\\\\\\\") "
+				   "\\u0026 \\u003c/script\\u003e\\u003cb\\u003e\",\"value\":5,"
+				   "\"kind\":0}") != NULL,
+		      "escaped nasty name with its value");
+		CHECK(strstr(data, "{\"name\":\"python3\",\"value\":7,\"kind\":5,\"children\":[") !=
+			      NULL,
+		      "merged process node");
+		CHECK(strstr(data, "{\"name\":\"schedule_[k]\",\"value\":2,\"kind\":1}") != NULL,
+		      "kernel frame");
+		CHECK(strstr(data, "{\"name\":\"ampere_sgemm_128x64\",\"value\":1,\"kind\":3}") !=
+			      NULL,
+		      "cuda frame");
+		CHECK(strstr(data, "\"name\":\"[truncated: stack copy limit]\",\"value\":1,\"kind\":4") !=
+			      NULL,
+		      "truncated frame");
+	}
+	CHECK(!strstr(out, "<b>"), "raw markup from names never appears");
+	CHECK(strstr(out, "\"total\":8") != NULL, "meta total");
+	CHECK(strstr(out, "id=\"search\"") && strstr(out, "id=\"reset\"") && strstr(out, "Matched: "),
+	      "search and reset controls");
+	free(out);
+}
+
+static void test_svg(struct profile *p)
+{
+	char *out = render(p, 2, "cpu & <gpu>");
+	size_t len;
+
+	CHECK(out != NULL, "svg rendered");
+	if (!out)
+		return;
+	len = strlen(out);
+	CHECK(!strncmp(out, "<svg ", 5), "starts with <svg");
+	CHECK(len > 7 && !strcmp(out + len - 7, "</svg>\n"), "ends with </svg>");
+	/* all + 7 frames; plus the background rect */
+	CHECK_INT(count(out, "<title>"), 8);
+	CHECK_INT(count(out, "<rect "), 9);
+	CHECK_INT(count(out, "<g>"), count(out, "</g>"));
+	CHECK(strstr(out, ">cpu &amp; &lt;gpu&gt;</text>") != NULL, "title escaped");
+	CHECK(strstr(out, "<title>std::map&lt;K, V&gt;::operator[](&quot;k\\\\&quot;) &amp; "
+			  "&lt;/script&gt;&lt;b&gt; (5000 nanoseconds, 62.50%)</title>") != NULL,
+	      "escaped frame tooltip with value and percent");
+	CHECK(strstr(out, "<title>all (8000 nanoseconds, 100.00%)</title>") != NULL, "root");
+	CHECK(!strstr(out, "<b>") && !strstr(out, "</script>"), "no raw markup");
+	free(out);
+}
+
+static void test_errors(struct profile *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CHECK_INT(folded__write(p, 2, f), -EINVAL);
+	CHECK_INT(flamegraph__write_html(p, -1, "x", f), -EINVAL);
+	fclose(f);
+	free(buf);
+}
+
+static void test_cap(void)
+{
+	/* more distinct frames than the page renders: the smallest are folded away */
+	struct profile_config cfg = { .n_sample_types = 1, .sample_types = { { "s", "count" } } };
+	struct profile *p = profile__new(&cfg);
+	char name[32];
+	int64_t v = 1;
+	char *out;
+
+	for (int i = 0; i < 201000; i++) {
+		struct frame f[2] = { { .kind = FRAME_PYTHON, .function = name },
+				      { .kind = FRAME_PROCESS, .function = "proc" } };
+
+		snprintf(name, sizeof(name), "f%06d", i);
+		v = 1 + (i % 7 == 0);
+		CHECK_INT(profile__add(p, f, 2, &v, NULL, 0), 0);
+	}
+	out = render(p, 1, NULL);
+	CHECK(out && strstr(out, "\"nodes\":200000,\"allNodes\":201002}") != NULL,
+	      "node count in meta");
+	CHECK(out && strstr(out, "Showing 200000 of 201002 frames") != NULL, "cut is announced");
+	CHECK(out && strstr(out, "{\"name\":\"f000007\",\"value\":2,\"kind\":2}") != NULL,
+	      "large frames kept");
+	CHECK(out && strstr(out, "\"name\":\"all\",\"value\":229715,") != NULL,
+	      "total unchanged by the cut");
+	CHECK(out && strstr(out, "<title>mlprof flame graph</title>") != NULL, "default title");
+	CHECK(out && count(out, "\"kind\":2") == 200000 - 2, "rendered node count");
+	free(out);
+	profile__free(p);
+}
+
+int main(void)
+{
+	struct profile *p = make_profile();
+
+	CHECK(p != NULL, "make_profile");
+	if (!p)
+		return check_done("flamegraph");
+	test_folded(p);
+	test_html(p);
+	test_svg(p);
+	test_errors(p);
+	test_cap();
+	profile__free(p);
+	return check_done("flamegraph");
+}

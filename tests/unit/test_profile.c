@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Unit tests for the in-memory profile: interning, merging, labels, memory bound, names. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "profile.h"
+
+static struct profile_config cfg(size_t max_bytes)
+{
+	struct profile_config c = {
+		.n_sample_types = 2,
+		.sample_types = { { "samples", "count" }, { "cpu", "nanoseconds" } },
+		.period_type = { "cpu", "nanoseconds" },
+		.period = 10000000,
+		.max_bytes = max_bytes,
+	};
+	return c;
+}
+
+struct collected {
+	int n;
+	int64_t v0[16], v1[16];
+	int n_locs[16];
+	int n_labels[16];
+	uint32_t locs[16][8];
+	struct profile_label labels[16][4];
+};
+
+static int collect(const struct profile_sample_view *s, void *ctx)
+{
+	struct collected *c = ctx;
+
+	if (c->n >= 16)
+		return -1;
+	c->v0[c->n] = s->values[0];
+	c->v1[c->n] = s->values[1];
+	c->n_locs[c->n] = s->n_locations;
+	c->n_labels[c->n] = s->n_labels;
+	for (int i = 0; i < s->n_locations && i < 8; i++)
+		c->locs[c->n][i] = s->location_ids[i];
+	for (int i = 0; i < s->n_labels && i < 4; i++)
+		c->labels[c->n][i] = s->labels[i];
+	c->n++;
+	return 0;
+}
+
+static void test_merge_and_share(void)
+{
+	struct profile_config c = cfg(0);
+	struct profile *p = profile__new(&c);
+	struct frame_mapping libc = { 0x7f0000000000, 0x7f0000200000, 0x28000,
+				      "/usr/lib/x86_64-linux-gnu/libc.so.6", "abcdef0123" };
+	/* strings in writable buffers: the profile must keep its own copies */
+	char fname[32], fname2[32];
+	struct frame st[3] = {
+		{ .kind = FRAME_NATIVE, .addr = 0x7f0000001234, .function = fname, .map = &libc },
+		{ .kind = FRAME_PYTHON, .function = "forward", .file = "/x/model.py", .line = 42 },
+		{ .kind = FRAME_KERNEL, .addr = 0xffffffff81000010, .function = "do_syscall_64" },
+	};
+	int64_t v[2] = { 1, 10 };
+	struct collected col = { 0 };
+	char buf[256];
+
+	CHECK(p != NULL, "profile__new");
+	strcpy(fname, "memcpy");
+	CHECK_INT(profile__add(p, st, 3, v, NULL, 0), 0);
+	strcpy(fname, "XXXXXX"); /* same address: still the same location, name from first add */
+	CHECK_INT(profile__add(p, st, 3, v, NULL, 0), 0);
+	CHECK_INT(profile__n_samples(p), 1);
+	CHECK_INT(profile__total(p, 0), 2);
+	CHECK_INT(profile__total(p, 1), 20);
+	CHECK_INT(profile__n_locations(p), 3);
+	CHECK_INT(profile__n_mappings(p), 1);
+
+	/* a different stack sharing the leaf location */
+	strcpy(fname2, "forward");
+	st[1].function = fname2;
+	st[1].line = 43;
+	CHECK_INT(profile__add(p, st, 2, v, NULL, 0), 0);
+	CHECK_INT(profile__n_samples(p), 2);
+	CHECK_INT(profile__n_locations(p), 4); /* python line 43 is a new location */
+	CHECK_INT(profile__n_functions(p), 3); /* memcpy, forward, do_syscall_64 */
+	profile__for_each_sample(p, collect, &col);
+	CHECK_INT(col.n, 2);
+	CHECK_INT(col.v0[0], 2);
+	CHECK_INT(col.v1[0], 20);
+	CHECK_INT(col.n_locs[0], 3);
+	CHECK_INT(col.locs[0][0], col.locs[1][0]); /* shared leaf */
+	CHECK(col.locs[0][1] != col.locs[1][1], "different python lines, different locations");
+	CHECK(col.locs[0][0] >= 1 && col.locs[0][2] >= 1, "ids are 1-based");
+
+	/* views */
+	struct profile_location_view lv;
+	struct profile_function_view fv;
+	struct profile_mapping_view mv;
+
+	profile__location(p, col.locs[0][0] - 1, &lv);
+	CHECK_INT(lv.id, col.locs[0][0]);
+	CHECK_INT(lv.address, 0x7f0000001234);
+	CHECK_INT(lv.mapping_id, 1);
+	CHECK_INT(lv.kind, FRAME_NATIVE);
+	CHECK(lv.function_id >= 1, "native named frame has a function");
+	profile__function(p, lv.function_id - 1, &fv);
+	CHECK_STR(fv.name, "memcpy");
+	CHECK_STR(fv.filename, "");
+	profile__mapping(p, 0, &mv);
+	CHECK_INT(mv.id, 1);
+	CHECK_STR(mv.file, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	CHECK_STR(mv.build_id, "abcdef0123");
+	CHECK_INT(mv.file_offset, 0x28000);
+	CHECK(mv.has_functions, "all locations of the mapping are named");
+
+	CHECK_STR(profile__location_name(p, col.locs[0][0], buf, sizeof(buf)), "memcpy");
+	CHECK_STR(profile__location_name(p, col.locs[0][1], buf, sizeof(buf)),
+		  "forward (/x/model.py:42)");
+	CHECK_STR(profile__location_name(p, col.locs[0][2], buf, sizeof(buf)),
+		  "do_syscall_64_[k]");
+	CHECK(profile__bytes(p) > sizeof(void *) * 10, "bytes accounted");
+	profile__free(p);
+}
+
+static void test_labels(void)
+{
+	struct profile_config c = cfg(0);
+	struct profile *p = profile__new(&c);
+	struct frame f = { .kind = FRAME_PYTHON, .function = "train", .file = "t.py", .line = 1 };
+	int64_t v[2] = { 1, 5 };
+	struct profile_label a[2] = { { .key = "thread", .str = "worker-1" },
+				      { .key = "pid", .num = 1234, .num_unit = "pid" } };
+	struct profile_label b[2] = { { .key = "pid", .num = 1234, .num_unit = "pid" },
+				      { .key = "thread", .str = "worker-1" } };
+	struct profile_label d[1] = { { .key = "thread", .str = "worker-2" } };
+	char key[16], val[16];
+	struct profile_label e[1] = { { .key = key, .str = val } };
+	struct collected col = { 0 };
+
+	CHECK_INT(profile__add(p, &f, 1, v, a, 2), 0);
+	CHECK_INT(profile__add(p, &f, 1, v, b, 2), 0); /* same labels, other order */
+	CHECK_INT(profile__n_samples(p), 1);
+	CHECK_INT(profile__add(p, &f, 1, v, d, 1), 0);
+	CHECK_INT(profile__n_samples(p), 2);
+	CHECK_INT(profile__add(p, &f, 1, v, NULL, 0), 0);
+	CHECK_INT(profile__n_samples(p), 3);
+	strcpy(key, "thread");
+	strcpy(val, "worker-2");
+	CHECK_INT(profile__add(p, &f, 1, v, e, 1), 0);
+	memset(val, 'Z', 8); /* the profile copied the label strings */
+	CHECK_INT(profile__n_samples(p), 3);
+	CHECK_INT(profile__n_locations(p), 1);
+	CHECK_INT(profile__total(p, 1), 25);
+	profile__for_each_sample(p, collect, &col);
+	CHECK_INT(col.n, 3);
+	CHECK_INT(col.v0[0], 2);
+	CHECK_INT(col.n_labels[0], 2);
+	CHECK_STR(col.labels[0][0].key, "pid");
+	CHECK_INT(col.labels[0][0].num, 1234);
+	CHECK_STR(col.labels[0][0].num_unit, "pid");
+	CHECK(col.labels[0][0].str == NULL, "numeric label has no str");
+	CHECK_STR(col.labels[0][1].str, "worker-1");
+	CHECK_INT(col.v0[1], 2);
+	CHECK_STR(col.labels[1][0].str, "worker-2");
+	CHECK_INT(col.n_labels[2], 0);
+	profile__free(p);
+}
+
+static void test_memory_bound(void)
+{
+	struct profile_config c = cfg(64 * 1024);
+	struct profile *p = profile__new(&c);
+	struct frame f[2] = {
+		{ .kind = FRAME_KERNEL, .function = "leaf" },
+		{ .kind = FRAME_KERNEL, .addr = 0xffffffff81000000, .function = "root" },
+	};
+	int64_t v[2] = { 1, 1 };
+	int ok = 0, nospc = 0, first_err = 0;
+
+	for (uint64_t i = 0; i < 20000; i++) {
+		int err;
+
+		f[0].addr = 0xffffffff82000000 + i * 16;
+		err = profile__add(p, f, 2, v, NULL, 0);
+		if (!err)
+			ok++;
+		else if (err == -ENOSPC)
+			nospc++;
+		else if (!first_err)
+			first_err = err;
+	}
+	CHECK_INT(first_err, 0);
+	CHECK(ok > 10 && nospc > 0, "ok=%d nospc=%d", ok, nospc);
+	CHECK_INT(profile__dropped(p), nospc);
+	CHECK(profile__bytes(p) <= 64 * 1024, "bytes %zu within bound", profile__bytes(p));
+	CHECK_INT(profile__n_samples(p), ok);
+	/* merging into an existing sample still works when full */
+	f[0].addr = 0xffffffff82000000;
+	CHECK_INT(profile__add(p, f, 2, v, NULL, 0), 0);
+	CHECK_INT(profile__total(p, 0), ok + 1);
+	/* and a new stack is refused */
+	f[0].addr = 0xffffffff8f000000;
+	CHECK_INT(profile__add(p, f, 2, v, NULL, 0), -ENOSPC);
+	CHECK_INT(profile__dropped(p), nospc + 1);
+	profile__free(p);
+}
+
+static void test_names(void)
+{
+	struct profile_config c = cfg(0);
+	struct profile *p = profile__new(&c);
+	struct frame_mapping m = { 0x400000, 0x500000, 0x1000, "/opt/app/bin/trainer", NULL };
+	struct frame f[6] = {
+		{ .kind = FRAME_NATIVE, .addr = 0x401234, .map = &m }, /* unnamed */
+		{ .kind = FRAME_NATIVE,
+		  .addr = 0x402000,
+		  .function = "std::vector<std::pair<int, \"q\">>::push_back(a\\b&)",
+		  .map = &m },
+		{ .kind = FRAME_TRUNCATED, .function = "[truncated: stack copy limit]" },
+		{ .kind = FRAME_CUDA_KERNEL, .function = "void gemm<float, 128>(float*)" },
+		{ .kind = FRAME_PYTHON,
+		  .function = "forward",
+		  .file = "/usr/lib/python3/site-packages/torch/nn/modules/module.py",
+		  .line = 1501 },
+		{ .kind = FRAME_PROCESS, .function = "python3" },
+	};
+	int64_t v[2] = { 3, 30 };
+	struct collected col = { 0 };
+	struct profile_mapping_view mv;
+	struct profile_location_view lv;
+	char buf[256];
+
+	CHECK_INT(profile__add(p, f, 6, v, NULL, 0), 0);
+	profile__for_each_sample(p, collect, &col);
+	CHECK_INT(col.n, 1);
+	CHECK_STR(profile__location_name(p, col.locs[0][0], buf, sizeof(buf)),
+		  "trainer+0x2234");
+	CHECK_STR(profile__location_name(p, col.locs[0][1], buf, sizeof(buf)),
+		  "std::vector<std::pair<int, \"q\">>::push_back(a\\b&)");
+	CHECK_STR(profile__location_name(p, col.locs[0][2], buf, sizeof(buf)),
+		  "[truncated: stack copy limit]");
+	CHECK_STR(profile__location_name(p, col.locs[0][3], buf, sizeof(buf)),
+		  "void gemm<float, 128>(float*)");
+	CHECK_STR(profile__location_name(p, col.locs[0][4], buf, sizeof(buf)),
+		  "forward (torch/nn/modules/module.py:1501)");
+	CHECK_STR(profile__location_name(p, col.locs[0][5], buf, sizeof(buf)), "python3");
+	profile__location(p, col.locs[0][0] - 1, &lv);
+	CHECK_INT(lv.function_id, 0);
+	CHECK_INT(lv.line, 0);
+	profile__location(p, col.locs[0][2] - 1, &lv);
+	CHECK_INT(lv.kind, FRAME_TRUNCATED);
+	CHECK(lv.function_id > 0, "truncated marker has a function");
+	profile__mapping(p, 0, &mv);
+	CHECK_STR(mv.build_id, "");
+	CHECK(!mv.has_functions, "one location of the mapping is unnamed");
+	/* invalid input */
+	CHECK_INT(profile__add(p, f, -1, v, NULL, 0), -EINVAL);
+	CHECK_INT(profile__add(p, f, 1, v, NULL, PROFILE_MAX_LABELS + 1), -EINVAL);
+	profile__free(p);
+
+	struct profile_config bad = cfg(0);
+
+	bad.n_sample_types = 0;
+	errno = 0;
+	CHECK(profile__new(&bad) == NULL && errno == EINVAL, "zero sample types rejected");
+}
+
+static void test_many(void)
+{
+	struct profile_config c = cfg(0);
+	struct profile *p = profile__new(&c);
+	int64_t v[2] = { 1, 2 };
+	char name[32];
+	int err = 0;
+
+	/* enough to force several table doublings */
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < 5000 && !err; i++) {
+			struct frame f[2] = {
+				{ .kind = FRAME_PYTHON, .function = name, .file = "a.py", .line = 1 },
+				{ .kind = FRAME_PROCESS, .function = "proc" },
+			};
+
+			snprintf(name, sizeof(name), "fn%d", i);
+			err = profile__add(p, f, 2, v, NULL, 0);
+		}
+	}
+	CHECK_INT(err, 0);
+	CHECK_INT(profile__n_samples(p), 5000);
+	CHECK_INT(profile__n_functions(p), 5001);
+	CHECK_INT(profile__total(p, 0), 10000);
+	CHECK_INT(profile__total(p, 1), 20000);
+	CHECK_INT(profile__total(p, 2), 0); /* out of range */
+	profile__free(p);
+}
+
+int main(void)
+{
+	test_merge_and_share();
+	test_labels();
+	test_memory_bound();
+	test_names();
+	test_many();
+	return check_done("profile");
+}

@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Unit test: unwinds register + stack snapshots of this process's own threads with libunwind. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/elf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "elf.h"
+#include "mlprof/sample.h"
+#include "proc.h"
+#include "unwind.h"
+
+#define SNAP_STACK (128 * 1024)
+#define MAX_PCS	   512
+
+/* ---- capturing a snapshot of the calling thread ---- */
+
+static uint64_t stack_end_of(uint64_t sp)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	uint64_t end = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && sp >= lo && sp < hi) {
+			end = hi;
+			break;
+		}
+	}
+	fclose(f);
+	return end;
+}
+
+/* Raw copy of live stack memory: sanitizers must not check it (redzones are expected). */
+__attribute__((no_sanitize_address, noinline)) static void
+copy_stack(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		((volatile uint8_t *)dst)[i] = src[i];
+}
+
+static struct mlprof_sample *snap_new(void)
+{
+	struct mlprof_sample *s = calloc(1, sizeof(*s) + SNAP_STACK);
+
+	if (!s) {
+		perror("calloc");
+		exit(2);
+	}
+	return s;
+}
+
+/*
+ * Records this function's own registers at one instruction, then the stack above it.
+ * The callee-saved registers are what the callers left in them, so the unwinder sees
+ * exactly what a perf sample taken at that instruction would carry.
+ */
+__attribute__((noinline)) void uw_capture(void *arg)
+{
+	struct mlprof_sample *s = arg;
+	__u64 *r = s->regs;
+	uint64_t sp, end, len;
+
+	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
+			 "mov %%rax, 0(%0)\n\t"
+			 "mov %%rsp, 8(%0)\n\t"
+			 "mov %%rbp, 16(%0)\n\t"
+			 "mov %%rbx, 24(%0)\n\t"
+			 "mov %%r12, 32(%0)\n\t"
+			 "mov %%r13, 40(%0)\n\t"
+			 "mov %%r14, 48(%0)\n\t"
+			 "mov %%r15, 56(%0)\n\t"
+			 :
+			 : "r"(r)
+			 : "rax", "memory");
+	_Static_assert(MLPROF_REG_IP == 0 && MLPROF_REG_SP == 1 && MLPROF_REG_BP == 2 &&
+			       MLPROF_REG_BX == 3 && MLPROF_REG_R12 == 4 && MLPROF_REG_R15 == 7,
+		       "asm above stores regs in enum mlprof_reg order");
+	sp = r[MLPROF_REG_SP];
+	end = stack_end_of(sp);
+	len = end > sp ? end - sp : 0;
+	if (len > SNAP_STACK) {
+		len = SNAP_STACK;
+		s->flags |= MLPROF_SF_USTACK_CUT;
+	}
+	copy_stack(s->ustack, (const uint8_t *)(uintptr_t)sp, len);
+	s->ustack_len = (uint32_t)len;
+	s->type = MLPROF_EV_SAMPLE;
+	s->pid = (uint32_t)getpid();
+	s->tid = (uint32_t)gettid();
+	s->flags |= MLPROF_SF_USER_REGS;
+}
+
+static volatile uint64_t sink;
+
+/* The main-thread chain: main -> uw_run_basic -> uw_f1 -> uw_f2 -> uw_f3 -> uw_leaf. */
+__attribute__((noinline)) void uw_leaf(struct mlprof_sample *s, uint64_t x)
+{
+	uint64_t a = x * 13, b = x + 7;
+
+	uw_capture(s);
+	__asm__ volatile("" ::: "memory");
+	sink = a ^ b;
+}
+
+__attribute__((noinline)) void uw_f3(struct mlprof_sample *s, uint64_t x)
+{
+	uint64_t a = x * 5;
+
+	uw_leaf(s, a);
+	__asm__ volatile("" ::: "memory");
+	sink += a;
+}
+
+__attribute__((noinline)) void uw_f2(struct mlprof_sample *s, uint64_t x)
+{
+	uint64_t a = x + 11;
+
+	uw_f3(s, a);
+	__asm__ volatile("" ::: "memory");
+	sink += a;
+}
+
+__attribute__((noinline)) void uw_f1(struct mlprof_sample *s, uint64_t x)
+{
+	uint64_t a = x ^ 3;
+
+	uw_f2(s, a);
+	__asm__ volatile("" ::: "memory");
+	sink += a;
+}
+
+__attribute__((noinline)) void uw_run_basic(struct mlprof_sample *s)
+{
+	uw_f1(s, 42);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) uint64_t uw_recurse(struct mlprof_sample *s, int depth)
+{
+	uint64_t r;
+
+	if (depth == 0) {
+		uw_capture(s);
+		return 1;
+	}
+	r = uw_recurse(s, depth - 1);
+	__asm__ volatile("" ::: "memory");
+	return r + (uint64_t)depth;
+}
+
+__attribute__((noinline)) void uw_run_recursion(struct mlprof_sample *s, int depth)
+{
+	sink = uw_recurse(s, depth);
+}
+
+__attribute__((noinline)) void uw_thread_inner(struct mlprof_sample *s)
+{
+	uw_capture(s);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void *uw_thread_fn(void *arg)
+{
+	uw_thread_inner(arg);
+	__asm__ volatile("" ::: "memory");
+	return NULL;
+}
+
+typedef uint64_t (*uwlib_entry_fn)(void (*cb)(void *), void *arg, uint64_t x);
+
+__attribute__((noinline)) void uw_run_lib(uwlib_entry_fn entry, struct mlprof_sample *s)
+{
+	sink = entry(uw_capture, s, 5);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* ---- symbolizing the result ---- */
+
+static const char *sym_of(uint64_t pc, const char **obj)
+{
+	Dl_info info;
+
+	*obj = "";
+	if (!dladdr((void *)(uintptr_t)pc, &info))
+		return "?";
+	*obj = info.dli_fname ? info.dli_fname : "";
+	return info.dli_sname ? info.dli_sname : "?";
+}
+
+static void dump(const char *what, const uint64_t *pcs, int n, enum unwind_end end)
+{
+	fprintf(stderr, "%s: %d frames, end %s\n", what, n, unwind_end__str(end));
+	for (int i = 0; i < n; i++) {
+		const char *obj, *name = sym_of(i ? pcs[i] - 1 : pcs[i], &obj);
+
+		fprintf(stderr, "  #%d %#" PRIx64 " %s (%s)\n", i, pcs[i], name, obj);
+	}
+}
+
+/* Checks pcs[0..n) against names[], returns the index after the last matched name. */
+static int check_chain(const uint64_t *pcs, int n, const char *const *names, int nnames)
+{
+	int i;
+
+	for (i = 0; i < nnames && i < n; i++) {
+		const char *obj, *name = sym_of(i ? pcs[i] - 1 : pcs[i], &obj);
+
+		CHECK_STR(name, names[i]);
+	}
+	CHECK(n >= nnames, "only %d frames, want >= %d", n, nnames);
+	return i;
+}
+
+static bool in_libc(uint64_t pc)
+{
+	const char *obj;
+
+	sym_of(pc - 1, &obj);
+	return strstr(obj, "libc.so") != NULL;
+}
+
+/* After main: the libc start code, then _start in the executable. */
+static void check_main_tail(const uint64_t *pcs, int n, int from)
+{
+	const char *obj;
+
+	CHECK(n - from >= 2, "tail after main too short: %d", n - from);
+	for (int i = from; i < n - 1; i++)
+		CHECK(in_libc(pcs[i]), "frame %d after main is not in libc", i);
+	CHECK_STR(sym_of(pcs[n - 1] - 1, &obj), "_start");
+}
+
+static uint64_t ns_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- tests ---- */
+
+static const char *const basic_chain[] = {"uw_capture", "uw_leaf",	"uw_f3", "uw_f2",
+					  "uw_f1",	"uw_run_basic", "main"};
+#define NBASIC ((int)(sizeof(basic_chain) / sizeof(basic_chain[0])))
+
+static void test_basic(struct unwinder *u, struct proc *p, struct mlprof_sample *s, uint64_t *full,
+		       int *nfull)
+{
+	uint64_t pcs[MAX_PCS];
+	enum unwind_end end = UNWIND_END_BAD_FRAME;
+	int n;
+
+	n = unwinder__unwind(u, p, s, pcs, MAX_PCS, &end);
+	dump("basic", pcs, n, end);
+	CHECK_INT(end, UNWIND_END_COMPLETE);
+	CHECK_INT(pcs[0], s->regs[MLPROF_REG_IP]);
+	check_main_tail(pcs, n, check_chain(pcs, n, basic_chain, NBASIC));
+	memcpy(full, pcs, sizeof(pcs[0]) * (size_t)n);
+	*nfull = n;
+
+	/* the same snapshot again goes through libunwind's caches: same answer */
+	uint64_t again[MAX_PCS];
+	int n2 = unwinder__unwind(u, p, s, again, MAX_PCS, &end);
+
+	CHECK_INT(n2, n);
+	CHECK(memcmp(again, pcs, sizeof(pcs[0]) * (size_t)n) == 0, "second unwind differs");
+	CHECK_INT(end, UNWIND_END_COMPLETE);
+}
+
+static void test_max_depth(struct unwinder *u, struct proc *p, struct mlprof_sample *s,
+			   const uint64_t *full)
+{
+	uint64_t pcs[3];
+	enum unwind_end end;
+	int n = unwinder__unwind(u, p, s, pcs, 3, &end);
+
+	CHECK_INT(n, 3);
+	CHECK_INT(end, UNWIND_END_MAX_DEPTH);
+	CHECK(memcmp(pcs, full, sizeof(pcs)) == 0, "max-depth prefix differs");
+}
+
+static void test_cut(struct unwinder *u, struct proc *p, const struct mlprof_sample *s,
+		     const uint64_t *full, int nfull)
+{
+	struct mlprof_sample *c = snap_new();
+	uint64_t pcs[MAX_PCS];
+	enum unwind_end end;
+	int cut_seen = 0, last_n = 0;
+
+	for (uint32_t len = 0; len <= s->ustack_len; len += len < 256 ? 8 : 64) {
+		int n;
+
+		memcpy(c, s, sizeof(*s) + s->ustack_len);
+		c->ustack_len = len;
+		c->flags |= MLPROF_SF_USTACK_CUT;
+		n = unwinder__unwind(u, p, c, pcs, MAX_PCS, &end);
+		CHECK(n >= 1 && n <= nfull, "len %u: %d frames", len, n);
+		CHECK(memcmp(pcs, full, sizeof(pcs[0]) * (size_t)n) == 0,
+		      "len %u: frames differ from the full unwind", len);
+		CHECK(n >= last_n, "len %u: fewer frames (%d) than a shorter copy (%d)", len, n,
+		      last_n);
+		last_n = n;
+		if (n < nfull) {
+			CHECK(end == UNWIND_END_STACK_CUT, "len %u: end %s", len,
+			      unwind_end__str(end));
+			cut_seen++;
+		} else {
+			CHECK_INT(end, UNWIND_END_COMPLETE);
+			break;
+		}
+		/* without the flag the same failure is a bad frame */
+		c->flags &= ~(uint32_t)MLPROF_SF_USTACK_CUT;
+		unwinder__unwind(u, p, c, pcs, MAX_PCS, &end);
+		CHECK(end == UNWIND_END_BAD_FRAME, "len %u unflagged: end %s", len,
+		      unwind_end__str(end));
+	}
+	CHECK(cut_seen > 5, "only %d cut lengths tried", cut_seen);
+	CHECK_INT(last_n, nfull);
+
+	/* a copy of 0 bytes still yields the interrupted pc */
+	memcpy(c, s, sizeof(*s));
+	c->ustack_len = 0;
+	c->flags |= MLPROF_SF_USTACK_CUT;
+	CHECK_INT(unwinder__unwind(u, p, c, pcs, MAX_PCS, &end), 1);
+	CHECK_INT(end, UNWIND_END_STACK_CUT);
+	CHECK_INT(pcs[0], s->regs[MLPROF_REG_IP]);
+	free(c);
+}
+
+static void test_garbage(struct unwinder *u, struct proc *p, const struct mlprof_sample *s)
+{
+	struct mlprof_sample *g = snap_new();
+	uint64_t pcs[MAX_PCS];
+	enum unwind_end end;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	int n;
+
+	for (int round = 0; round < 200; round++) {
+		memset(g, 0, sizeof(*g));
+		g->flags = MLPROF_SF_USER_REGS;
+		for (int i = 0; i < MLPROF_NREGS; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			g->regs[i] = seed;
+		}
+		if (round & 1) /* a valid pc with a garbage stack */
+			g->regs[MLPROF_REG_IP] = s->regs[MLPROF_REG_IP];
+		if (round & 2) /* stack pointer and bytes that are random words */
+			g->regs[MLPROF_REG_SP] = s->regs[MLPROF_REG_SP];
+		g->ustack_len = (uint32_t)(round * 64) % 4096;
+		for (uint32_t i = 0; i + 8 <= g->ustack_len; i += 8) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			if (round & 4) /* words that look like code addresses */
+				seed = s->regs[MLPROF_REG_IP] + (seed % 4096);
+			memcpy(g->ustack + i, &seed, 8);
+		}
+		g->regs[MLPROF_REG_IP] |= 1; /* never 0 */
+		n = unwinder__unwind(u, p, g, pcs, 64, &end);
+		CHECK(n >= 1 && n <= 64, "round %d: %d frames", round, n);
+		CHECK_INT(pcs[0], g->regs[MLPROF_REG_IP]);
+		if (!(round & 1))
+			CHECK(end == UNWIND_END_NO_INFO || end == UNWIND_END_BAD_FRAME,
+			      "round %d: end %s", round, unwind_end__str(end));
+		else
+			CHECK(end != UNWIND_END_NO_REGS, "round %d", round);
+	}
+
+	/* no registers at all */
+	memset(g, 0, sizeof(*g));
+	n = unwinder__unwind(u, p, g, pcs, 64, &end);
+	CHECK_INT(n, 0);
+	CHECK_INT(end, UNWIND_END_NO_REGS);
+	free(g);
+}
+
+void test_recursion(struct unwinder *u, struct proc *p)
+{
+	struct mlprof_sample *s = snap_new();
+	uint64_t pcs[MAX_PCS];
+	enum unwind_end end;
+	const char *obj;
+	int n, i, rec = 0;
+	const int depth = 150;
+
+	uw_run_recursion(s, depth);
+	n = unwinder__unwind(u, p, s, pcs, MAX_PCS, &end);
+	CHECK_INT(end, UNWIND_END_COMPLETE);
+	CHECK_STR(sym_of(pcs[0], &obj), "uw_capture");
+	for (i = 1; i < n && strcmp(sym_of(pcs[i] - 1, &obj), "uw_recurse") == 0; i++)
+		rec++;
+	CHECK_INT(rec, depth + 1);
+	CHECK(i + 2 < n, "chain ends after recursion");
+	if (i + 2 < n) {
+		CHECK_STR(sym_of(pcs[i] - 1, &obj), "uw_run_recursion");
+		CHECK_STR(sym_of(pcs[i + 1] - 1, &obj), "test_recursion");
+		CHECK_STR(sym_of(pcs[i + 2] - 1, &obj), "main");
+		check_main_tail(pcs, n, i + 3);
+	}
+	free(s);
+}
+
+void test_thread(struct unwinder *u, struct proc *p)
+{
+	static const char *const chain[] = {"uw_capture", "uw_thread_inner", "uw_thread_fn"};
+	struct mlprof_sample *s = snap_new();
+	uint64_t pcs[MAX_PCS];
+	enum unwind_end end;
+	pthread_t th;
+	int n, i;
+
+	CHECK_INT(pthread_create(&th, NULL, uw_thread_fn, s), 0);
+	pthread_join(th, NULL);
+	CHECK(s->tid != s->pid, "snapshot not taken in a second thread");
+	/* the thread stack is gone now, but the snapshot holds all the unwinder needs */
+	n = unwinder__unwind(u, p, s, pcs, MAX_PCS, &end);
+	dump("thread", pcs, n, end);
+	CHECK_INT(end, UNWIND_END_COMPLETE);
+	i = check_chain(pcs, n, chain, 3);
+	/* start_thread, then clone3 (.cfi_undefined rip) */
+	CHECK_INT(n - i, 2);
+	for (; i < n; i++)
+		CHECK(in_libc(pcs[i]), "thread frame %d not in libc", i);
+	free(s);
+}
+
+void test_lib(struct unwinder *u, struct proc *p, void *lib, const char *what)
+{
+	static const char *const chain[] = {"uw_capture", "uwlib_leaf", "uwlib_mid", "uwlib_entry",
+					    "uw_run_lib", "test_lib",	"main"};
+	struct mlprof_sample *s = snap_new();
+	uint64_t pcs[MAX_PCS];
+	enum unwind_end end;
+	uwlib_entry_fn entry;
+	int n;
+
+	entry = (uwlib_entry_fn)(uintptr_t)dlsym(lib, "uwlib_entry");
+	CHECK(entry != NULL, "%s: no uwlib_entry", what);
+	if (!entry)
+		goto cleanup;
+	uw_run_lib(entry, s);
+	n = unwinder__unwind(u, p, s, pcs, MAX_PCS, &end);
+	dump(what, pcs, n, end);
+	CHECK_INT(end, UNWIND_END_COMPLETE);
+	check_main_tail(pcs, n, check_chain(pcs, n, chain, 7));
+cleanup:
+	free(s);
+}
+
+/* Checks that the no-hdr fixture really lacks .eh_frame_hdr (else the test proves nothing). */
+static void test_fixture_nohdr_shape(void)
+{
+	struct elf_file *ef = elf_file__open(UW_FIXTURE_NOHDR);
+	struct elf_section sec;
+
+	CHECK(ef != NULL, "cannot open %s", UW_FIXTURE_NOHDR);
+	if (!ef)
+		return;
+	CHECK(elf_file__section(ef, ".eh_frame_hdr", &sec) != 0, "fixture has .eh_frame_hdr");
+	CHECK_INT(elf_file__section(ef, ".eh_frame", &sec), 0);
+	elf_file__put(ef);
+}
+
+/*
+ * A frame inside the vDSO: pretend the snapshot's thread was interrupted at the first
+ * instruction of a vDSO function called from uw_capture. At a function's first
+ * instruction the return address is at [rsp], so the stack copy is the real one with the
+ * captured pc pushed on top. The unwinder can only get out of the vDSO through the
+ * [vdso] image it reads from the process.
+ */
+static void test_vdso(struct proc_cache *pc, struct unwinder *u, struct proc *p,
+		      const struct mlprof_sample *s, const uint64_t *full, int nfull)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR), fn = 0;
+	const struct proc_map *m;
+	struct elf_file *ef;
+	struct elf_section hdr;
+	struct mlprof_sample *v;
+	uint64_t pcs[MAX_PCS];
+	enum unwind_end end;
+	int n;
+
+	CHECK(base != 0, "no vDSO");
+	if (!base)
+		return;
+	m = NULL;
+	for (size_t i = 0; i < p->n_maps; i++)
+		if (strcmp(p->maps[i].path, "[vdso]") == 0)
+			m = &p->maps[i];
+	CHECK(m != NULL, "no [vdso] mapping");
+	if (!m)
+		return;
+	CHECK_INT(m->start, base);
+	ef = proc_cache__map_elf(pc, p, m);
+	CHECK(ef != NULL, "cannot load [vdso]");
+	if (!ef)
+		return;
+	size_t len = 0;
+	const uint8_t *img = elf_file__data(ef, &len);
+
+	CHECK(img && len == m->end - m->start &&
+		      memcmp(img, (const void *)(uintptr_t)base, len) == 0,
+	      "vdso image differs from memory");
+	CHECK_INT(elf_file__section(ef, ".eh_frame_hdr", &hdr), 0);
+	/* first FDE's initial location from the hdr table: entries are datarel sdata4 */
+	if (hdr.data && hdr.size >= 20 && hdr.data[3] == 0x3b) {
+		int32_t init;
+
+		memcpy(&init, hdr.data + 12, 4);
+		fn = base + hdr.addr + (uint64_t)(int64_t)init;
+	}
+	CHECK(fn > base && fn < m->end, "no FDE in [vdso]");
+	if (!fn)
+		return;
+
+	v = snap_new();
+	memcpy(v, s, sizeof(*s));
+	v->regs[MLPROF_REG_IP] = fn;
+	v->regs[MLPROF_REG_SP] = s->regs[MLPROF_REG_SP] - 8;
+	memcpy(v->ustack, &s->regs[MLPROF_REG_IP], 8);
+	memcpy(v->ustack + 8, s->ustack, s->ustack_len);
+	v->ustack_len = s->ustack_len + 8;
+	n = unwinder__unwind(u, p, v, pcs, MAX_PCS, &end);
+	dump("vdso", pcs, n, end);
+	CHECK_INT(end, UNWIND_END_COMPLETE);
+	CHECK_INT(n, nfull + 1);
+	CHECK_INT(pcs[0], fn);
+	CHECK(n == nfull + 1 && memcmp(pcs + 1, full, sizeof(pcs[0]) * (size_t)nfull) == 0,
+	      "frames below the vdso frame differ");
+	free(v);
+}
+
+static void test_perf(struct unwinder *u, struct proc *p, const struct mlprof_sample *s, int nfull)
+{
+	uint64_t pcs[MAX_PCS], t0, dt;
+	enum unwind_end end;
+	const int iters = 2000;
+	int ok = 0;
+
+	t0 = ns_now();
+	for (int i = 0; i < iters; i++)
+		ok += unwinder__unwind(u, p, s, pcs, MAX_PCS, &end) == nfull;
+	dt = ns_now() - t0;
+	CHECK_INT(ok, iters);
+	printf("unwind: %d frames in %.2f us per sample\n", nfull, (double)dt / iters / 1000.0);
+	/* generous bound: debug and sanitizer builds run this too */
+	CHECK(dt / iters < 500000, "unwinding takes %" PRIu64 " ns", dt / iters);
+}
+
+int main(void)
+{
+	struct proc_cache_config cfg = {.max_procs = 16, .max_elf_files = 64, .proc_root = "/proc"};
+	struct mlprof_sample *s = snap_new();
+	uint64_t full[MAX_PCS];
+	struct unwind_stats st;
+	struct proc_cache *pc;
+	struct unwinder *u;
+	struct proc *p;
+	void *lib, *nohdr;
+	int nfull = 0;
+
+	/* load fixtures first so the maps read below already has them */
+	lib = dlopen(UW_FIXTURE_LIB, RTLD_NOW);
+	nohdr = dlopen(UW_FIXTURE_NOHDR, RTLD_NOW);
+	CHECK(lib && nohdr, "dlopen: %s", dlerror());
+	pc = proc_cache__new(&cfg);
+	CHECK(pc != NULL, "proc_cache__new");
+	u = pc ? unwinder__new(pc) : NULL;
+	CHECK(u != NULL, "unwinder__new");
+	if (!pc || !u)
+		return check_done("unwind");
+	p = proc_cache__get(pc, getpid());
+	CHECK(p != NULL, "proc_cache__get(self)");
+	if (!p)
+		return check_done("unwind");
+
+	uw_run_basic(s);
+	test_basic(u, p, s, full, &nfull);
+	test_max_depth(u, p, s, full);
+	test_cut(u, p, s, full, nfull);
+	test_garbage(u, p, s);
+	test_recursion(u, p);
+	test_thread(u, p);
+	if (lib)
+		test_lib(u, p, lib, "lib");
+	test_fixture_nohdr_shape();
+	if (nohdr)
+		test_lib(u, p, nohdr, "lib-nohdr");
+	test_vdso(pc, u, p, s, full, nfull);
+	test_perf(u, p, s, nfull);
+
+	unwinder__stats(u, &st);
+	CHECK(st.unwinds > 2000, "unwinds %" PRIu64, st.unwinds);
+	CHECK(st.ends[UNWIND_END_COMPLETE] >= 2000, "complete %" PRIu64,
+	      st.ends[UNWIND_END_COMPLETE]);
+	CHECK(st.ends[UNWIND_END_STACK_CUT] > 0, "no stack_cut counted");
+	CHECK(st.ends[UNWIND_END_NO_REGS] == 1, "no_regs %" PRIu64, st.ends[UNWIND_END_NO_REGS]);
+	CHECK(st.ends[UNWIND_END_MAX_DEPTH] == 1, "max_depth %" PRIu64,
+	      st.ends[UNWIND_END_MAX_DEPTH]);
+
+	unwinder__free(u);
+	proc_cache__free(pc);
+	free(s);
+	return check_done("unwind");
+}
