@@ -32,28 +32,28 @@ extern char **environ;
 /* Memory bound of one series profile, and of all series of one window together. */
 #define SERIES_MAX_BYTES (8u << 20)
 #define WINDOW_MAX_BYTES (96u << 20)
-#define SERIES_BUCKETS 512
+#define SERIES_BUCKETS	 512
 /* Realtime-monotonic offset change that counts as a wall clock step. */
 #define CLOCK_STEP_NS 100000000ll
 
 enum drop_reason {
-	DROP_FILTERED,	 /* user-space filters (--process-regex, --cgroup, --ml-only) */
-	DROP_LATE,	 /* arrived after its window was sent */
-	DROP_MEMORY,	 /* profile memory bounds */
-	DROP_KIND,	 /* sample kind this agent does not aggregate */
-	DROP_ERROR,	 /* profile__add failed otherwise */
+	DROP_FILTERED, /* user-space filters (--process-regex, --cgroup, --ml-only) */
+	DROP_LATE,     /* arrived after its window was sent */
+	DROP_MEMORY,   /* profile memory bounds */
+	DROP_KIND,     /* sample kind this agent does not aggregate */
+	DROP_ERROR,    /* profile__add failed otherwise */
 	DROP__COUNT,
 };
 
-static const char *const drop_names[DROP__COUNT] = { "filtered", "late", "memory",
-						     "unsupported_kind", "error" };
+static const char *const drop_names[DROP__COUNT] = {"filtered", "late", "memory",
+						    "unsupported_kind", "error"};
 
 /* One label set (service) within one window. */
 struct series {
 	struct series *next; /* hash chain */
 	uint64_t hash;
 	char *key;
-	char *strings;	     /* owns label names/values */
+	char *strings; /* owns label names/values */
 	struct label_pair labels[EXPORT_MAX_LABELS];
 	int n_labels;
 	struct profile *prof;
@@ -77,8 +77,8 @@ struct agent_counters {
 };
 
 struct agent {
-	struct agent_config boot;  /* configuration at start (exporter/pipeline use it) */
-	struct agent_config live;  /* current configuration (after SIGHUP reloads) */
+	struct agent_config boot; /* configuration at start (exporter/pipeline use it) */
+	struct agent_config live; /* current configuration (after SIGHUP reloads) */
 	int argc;
 	char **argv;
 	struct labeler *labeler;
@@ -86,12 +86,12 @@ struct agent {
 	struct pipeline *pl;
 	struct metrics *metrics;
 	struct httpd *httpd;
-	const char **headers;	   /* NULL-terminated copy for exporter_config */
+	const char **headers; /* NULL-terminated copy for exporter_config */
 	pid_t *pids;
 	uint64_t interval_ns;
 	int64_t period_ns;
-	int64_t mono_to_real;	   /* realtime - monotonic, ns */
-	struct window win[2];	   /* win[0] = current, win[1] = next */
+	int64_t mono_to_real; /* realtime - monotonic, ns */
+	struct window win[2]; /* win[0] = current, win[1] = next */
 	char other_host[256];
 	struct agent_counters c;
 	/* snapshot for the metrics thread */
@@ -161,8 +161,8 @@ static struct series *series_new(struct agent *a, const struct window *w, const 
 {
 	struct profile_config pc = {
 		.n_sample_types = 2,
-		.sample_types = { { "samples", "count" }, { "cpu", "nanoseconds" } },
-		.period_type = { "cpu", "nanoseconds" },
+		.sample_types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
+		.period_type = {"cpu", "nanoseconds"},
 		.period = a->period_ns,
 		.time_nanos = window_wall_start(a, w->idx),
 		.duration_nanos = (int64_t)a->interval_ns,
@@ -185,13 +185,13 @@ static struct series *series_new(struct agent *a, const struct window *w, const 
 	}
 	p = s->strings;
 	/* __name__ first: the profile family Pyroscope files the series under */
-	s->labels[s->n_labels++] = (struct label_pair){ "__name__", "process_cpu" };
+	s->labels[s->n_labels++] = (struct label_pair){"__name__", "process_cpu"};
 	for (int i = 0; i < n && s->n_labels < EXPORT_MAX_LABELS; i++) {
 		size_t nl = strlen(labels[i].name) + 1, vl = strlen(labels[i].value) + 1;
 
 		memcpy(p, labels[i].name, nl);
 		memcpy(p + nl, labels[i].value, vl);
-		s->labels[s->n_labels++] = (struct label_pair){ p, p + nl };
+		s->labels[s->n_labels++] = (struct label_pair){p, p + nl};
 		p += nl + vl;
 	}
 	s->hash = fnv1a(key);
@@ -229,8 +229,7 @@ static struct series *window_series(struct agent *a, struct window *w,
 		w->cap = cap;
 	}
 	if (other) {
-		struct label_pair ol[2] = { { "service_name", "other" },
-					    { "hostname", a->other_host } };
+		struct label_pair ol[2] = {{"service_name", "other"}, {"hostname", a->other_host}};
 		s = series_new(a, w, key, ol, 2);
 	} else {
 		s = series_new(a, w, key, sl->pairs, sl->n);
@@ -258,7 +257,7 @@ static void window_flush(struct agent *a, struct window *w, uint64_t next_idx, i
 	}
 	for (int i = 0; i < w->n; i++) {
 		struct series *s = w->list[i];
-		struct export_item item = { .labels = s->labels, .n_labels = s->n_labels };
+		struct export_item item = {.labels = s->labels, .n_labels = s->n_labels};
 		uint8_t *buf = NULL;
 		size_t len = 0;
 		int err;
@@ -309,20 +308,20 @@ static void rotate(struct agent *a)
 	off = measure_offset();
 	if (llabs(off - a->mono_to_real) > CLOCK_STEP_NS) {
 		/* keep windows contiguous unless the wall clock really stepped */
-		pr_info("wall clock stepped by %lld ms", (long long)(off - a->mono_to_real) / 1000000);
+		pr_info("wall clock stepped by %lld ms",
+			(long long)(off - a->mono_to_real) / 1000000);
 		a->mono_to_real = off;
 		a->c.clock_steps++;
 	}
 }
 
-static int sink(void *ctx, const struct sample_info *info, const struct frame *frames,
-		int n_frames)
+static int sink(void *ctx, const struct sample_info *info, const struct frame *frames, int n_frames)
 {
 	struct agent *a = ctx;
 	const struct series_labels *sl;
 	struct profile_label pl[2] = {
-		{ .key = "pid", .num = info->pid },
-		{ .key = "tid", .num = info->tid },
+		{.key = "pid", .num = info->pid},
+		{.key = "tid", .num = info->tid},
 	};
 	int64_t values[2];
 	uint64_t idx = info->time_ns / a->interval_ns;
@@ -378,11 +377,42 @@ static int sink(void *ctx, const struct sample_info *info, const struct frame *f
 /* ------------------------------------------------------------------ metrics */
 
 enum {
-	M_UP, M_SAMPLES, M_PROFILED, M_DROPS, M_BPF, M_UNWIND, M_FRAMES, M_FRAMES_UNSYM,
-	M_SYM_BYTES, M_SYM_TABLES, M_SYM_EVICT, M_PROCS, M_PROC_EVICT, M_ELF, M_LCACHE,
-	M_LCACHE_EVICT, M_OVERFLOW, M_BUILT, M_PUSHED, M_FAILED, M_RETRIES, M_REJECTED,
-	M_SPOOLED, M_DROPPED, M_LAT, M_LAT_LAST, M_SPOOL_BYTES, M_SPOOL_FILES, M_QUEUE_BYTES,
-	M_WINDOWS, M_CPU, M_RELOADS, M_K8S_FETCH, M_K8S_ERR, M_ENCODE_ERR, M_TRIMMED,
+	M_UP,
+	M_SAMPLES,
+	M_PROFILED,
+	M_DROPS,
+	M_BPF,
+	M_UNWIND,
+	M_FRAMES,
+	M_FRAMES_UNSYM,
+	M_SYM_BYTES,
+	M_SYM_TABLES,
+	M_SYM_EVICT,
+	M_PROCS,
+	M_PROC_EVICT,
+	M_ELF,
+	M_LCACHE,
+	M_LCACHE_EVICT,
+	M_OVERFLOW,
+	M_BUILT,
+	M_PUSHED,
+	M_FAILED,
+	M_RETRIES,
+	M_REJECTED,
+	M_SPOOLED,
+	M_DROPPED,
+	M_LAT,
+	M_LAT_LAST,
+	M_SPOOL_BYTES,
+	M_SPOOL_FILES,
+	M_QUEUE_BYTES,
+	M_WINDOWS,
+	M_CPU,
+	M_RELOADS,
+	M_K8S_FETCH,
+	M_K8S_ERR,
+	M_ENCODE_ERR,
+	M_TRIMMED,
 	M__COUNT
 };
 
@@ -391,74 +421,71 @@ static const struct {
 	enum metric_type type;
 	const char *help;
 } metric_defs[M__COUNT] = {
-	[M_UP] = { "mlprof_up", METRIC_GAUGE, "1 while the agent runs" },
-	[M_SAMPLES] = { "mlprof_samples_total", METRIC_COUNTER,
-			"Samples unwound and symbolized by the pipeline" },
-	[M_PROFILED] = { "mlprof_samples_profiled_total", METRIC_COUNTER,
-			 "Samples added to a profile" },
-	[M_DROPS] = { "mlprof_samples_dropped_total", METRIC_COUNTER,
-		      "Samples dropped, by reason" },
-	[M_BPF] = { "mlprof_bpf_events_total", METRIC_COUNTER,
-		    "BPF-side counters of the sampler, by event" },
-	[M_UNWIND] = { "mlprof_unwind_total", METRIC_COUNTER,
-		       "Stack unwinds by how they ended (anything but complete is a failure)" },
-	[M_FRAMES] = { "mlprof_frames_total", METRIC_COUNTER, "Native frames symbolized" },
-	[M_FRAMES_UNSYM] = { "mlprof_frames_unsymbolized_total", METRIC_COUNTER,
-			     "Native frames without a symbol" },
-	[M_SYM_BYTES] = { "mlprof_symcache_bytes", METRIC_GAUGE, "Bytes held by symbol tables" },
-	[M_SYM_TABLES] = { "mlprof_symcache_tables", METRIC_GAUGE, "Symbol tables cached" },
-	[M_SYM_EVICT] = { "mlprof_symcache_evictions_total", METRIC_COUNTER,
-			  "Symbol tables evicted by the memory bound" },
-	[M_PROCS] = { "mlprof_procs_cached", METRIC_GAUGE, "Processes in the process cache" },
-	[M_PROC_EVICT] = { "mlprof_proc_evictions_total", METRIC_COUNTER,
-			   "Processes evicted from the process cache" },
-	[M_ELF] = { "mlprof_elf_files", METRIC_GAUGE, "Open ELF files" },
-	[M_LCACHE] = { "mlprof_label_cache_entries", METRIC_GAUGE,
-		       "Processes in the label cache" },
-	[M_LCACHE_EVICT] = { "mlprof_label_cache_evictions_total", METRIC_COUNTER,
-			     "Label cache LRU evictions" },
-	[M_OVERFLOW] = { "mlprof_series_overflow_total", METRIC_COUNTER,
-			 "Samples merged into service_name=other past --max-services" },
-	[M_BUILT] = { "mlprof_profiles_built_total", METRIC_COUNTER,
-		      "Profiles handed to the exporter" },
-	[M_PUSHED] = { "mlprof_profiles_pushed_total", METRIC_COUNTER,
-		       "Profiles delivered (pushed or written)" },
-	[M_FAILED] = { "mlprof_profiles_failed_total", METRIC_COUNTER,
-		       "Delivery attempts that failed" },
-	[M_RETRIES] = { "mlprof_push_retries_total", METRIC_COUNTER, "Push retries" },
-	[M_REJECTED] = { "mlprof_profiles_rejected_total", METRIC_COUNTER,
-			 "Profiles rejected by the server (4xx)" },
-	[M_SPOOLED] = { "mlprof_profiles_spooled_total", METRIC_COUNTER,
-			"Profiles written to the disk spool" },
-	[M_DROPPED] = { "mlprof_profiles_dropped_total", METRIC_COUNTER,
-			"Profiles dropped by queue or spool bounds" },
-	[M_LAT] = { "mlprof_push_latency_seconds", METRIC_SUMMARY, "Push request latency" },
-	[M_LAT_LAST] = { "mlprof_push_last_latency_seconds", METRIC_GAUGE,
-			 "Latency of the last push" },
-	[M_SPOOL_BYTES] = { "mlprof_spool_bytes", METRIC_GAUGE, "Bytes in the disk spool" },
-	[M_SPOOL_FILES] = { "mlprof_spool_files", METRIC_GAUGE, "Files in the disk spool" },
-	[M_QUEUE_BYTES] = { "mlprof_queue_bytes", METRIC_GAUGE,
-			    "Bytes in the in-memory export queue" },
-	[M_WINDOWS] = { "mlprof_windows_total", METRIC_COUNTER,
-			"Upload windows closed (including empty ones)" },
-	[M_CPU] = { "mlprof_processing_cpu_seconds_total", METRIC_COUNTER,
-		    "CPU time spent unwinding and symbolizing" },
-	[M_RELOADS] = { "mlprof_config_reloads_total", METRIC_COUNTER,
-			"SIGHUP configuration reloads, by result" },
-	[M_K8S_FETCH] = { "mlprof_k8s_pod_list_fetches_total", METRIC_COUNTER,
-			  "Pod list requests" },
-	[M_K8S_ERR] = { "mlprof_k8s_pod_list_errors_total", METRIC_COUNTER,
-			"Pod list requests that failed" },
-	[M_ENCODE_ERR] = { "mlprof_profile_errors_total", METRIC_COUNTER,
-			   "Profiles that could not be encoded or handed over" },
-	[M_TRIMMED] = { "mlprof_labels_trimmed_total", METRIC_COUNTER,
-			"Label sets cut to Pyroscope's 30-label limit" },
+	[M_UP] = {"mlprof_up", METRIC_GAUGE, "1 while the agent runs"},
+	[M_SAMPLES] = {"mlprof_samples_total", METRIC_COUNTER,
+		       "Samples unwound and symbolized by the pipeline"},
+	[M_PROFILED] = {"mlprof_samples_profiled_total", METRIC_COUNTER,
+			"Samples added to a profile"},
+	[M_DROPS] = {"mlprof_samples_dropped_total", METRIC_COUNTER, "Samples dropped, by reason"},
+	[M_BPF] = {"mlprof_bpf_events_total", METRIC_COUNTER,
+		   "BPF-side counters of the sampler, by event"},
+	[M_UNWIND] = {"mlprof_unwind_total", METRIC_COUNTER,
+		      "Stack unwinds by how they ended (anything but complete is a failure)"},
+	[M_FRAMES] = {"mlprof_frames_total", METRIC_COUNTER, "Native frames symbolized"},
+	[M_FRAMES_UNSYM] = {"mlprof_frames_unsymbolized_total", METRIC_COUNTER,
+			    "Native frames without a symbol"},
+	[M_SYM_BYTES] = {"mlprof_symcache_bytes", METRIC_GAUGE, "Bytes held by symbol tables"},
+	[M_SYM_TABLES] = {"mlprof_symcache_tables", METRIC_GAUGE, "Symbol tables cached"},
+	[M_SYM_EVICT] = {"mlprof_symcache_evictions_total", METRIC_COUNTER,
+			 "Symbol tables evicted by the memory bound"},
+	[M_PROCS] = {"mlprof_procs_cached", METRIC_GAUGE, "Processes in the process cache"},
+	[M_PROC_EVICT] = {"mlprof_proc_evictions_total", METRIC_COUNTER,
+			  "Processes evicted from the process cache"},
+	[M_ELF] = {"mlprof_elf_files", METRIC_GAUGE, "Open ELF files"},
+	[M_LCACHE] = {"mlprof_label_cache_entries", METRIC_GAUGE, "Processes in the label cache"},
+	[M_LCACHE_EVICT] = {"mlprof_label_cache_evictions_total", METRIC_COUNTER,
+			    "Label cache LRU evictions"},
+	[M_OVERFLOW] = {"mlprof_series_overflow_total", METRIC_COUNTER,
+			"Samples merged into service_name=other past --max-services"},
+	[M_BUILT] = {"mlprof_profiles_built_total", METRIC_COUNTER,
+		     "Profiles handed to the exporter"},
+	[M_PUSHED] = {"mlprof_profiles_pushed_total", METRIC_COUNTER,
+		      "Profiles delivered (pushed or written)"},
+	[M_FAILED] = {"mlprof_profiles_failed_total", METRIC_COUNTER,
+		      "Delivery attempts that failed"},
+	[M_RETRIES] = {"mlprof_push_retries_total", METRIC_COUNTER, "Push retries"},
+	[M_REJECTED] = {"mlprof_profiles_rejected_total", METRIC_COUNTER,
+			"Profiles rejected by the server (4xx)"},
+	[M_SPOOLED] = {"mlprof_profiles_spooled_total", METRIC_COUNTER,
+		       "Profiles written to the disk spool"},
+	[M_DROPPED] = {"mlprof_profiles_dropped_total", METRIC_COUNTER,
+		       "Profiles dropped by queue or spool bounds"},
+	[M_LAT] = {"mlprof_push_latency_seconds", METRIC_SUMMARY, "Push request latency"},
+	[M_LAT_LAST] = {"mlprof_push_last_latency_seconds", METRIC_GAUGE,
+			"Latency of the last push"},
+	[M_SPOOL_BYTES] = {"mlprof_spool_bytes", METRIC_GAUGE, "Bytes in the disk spool"},
+	[M_SPOOL_FILES] = {"mlprof_spool_files", METRIC_GAUGE, "Files in the disk spool"},
+	[M_QUEUE_BYTES] = {"mlprof_queue_bytes", METRIC_GAUGE,
+			   "Bytes in the in-memory export queue"},
+	[M_WINDOWS] = {"mlprof_windows_total", METRIC_COUNTER,
+		       "Upload windows closed (including empty ones)"},
+	[M_CPU] = {"mlprof_processing_cpu_seconds_total", METRIC_COUNTER,
+		   "CPU time spent unwinding and symbolizing"},
+	[M_RELOADS] = {"mlprof_config_reloads_total", METRIC_COUNTER,
+		       "SIGHUP configuration reloads, by result"},
+	[M_K8S_FETCH] = {"mlprof_k8s_pod_list_fetches_total", METRIC_COUNTER, "Pod list requests"},
+	[M_K8S_ERR] = {"mlprof_k8s_pod_list_errors_total", METRIC_COUNTER,
+		       "Pod list requests that failed"},
+	[M_ENCODE_ERR] = {"mlprof_profile_errors_total", METRIC_COUNTER,
+			  "Profiles that could not be encoded or handed over"},
+	[M_TRIMMED] = {"mlprof_labels_trimmed_total", METRIC_COUNTER,
+		       "Label sets cut to Pyroscope's 30-label limit"},
 };
 
 static void collect(struct metrics *m, void *ctx)
 {
 	struct agent *a = ctx;
-	struct exporter_stats es = { 0 };
+	struct exporter_stats es = {0};
 	struct pipeline_stats ps;
 	struct labeler_stats ls;
 	struct agent_counters c;
@@ -520,14 +547,14 @@ static void collect(struct metrics *m, void *ctx)
 	metrics__set(m, id[M_RELOADS], "result", "error", (double)c.reload_err, 0);
 	metrics__set(m, id[M_K8S_FETCH], NULL, NULL, (double)ls.k8s_fetches, 0);
 	metrics__set(m, id[M_K8S_ERR], NULL, NULL, (double)ls.k8s_errors, 0);
-	metrics__set(m, id[M_ENCODE_ERR], NULL, NULL,
-		     (double)(c.encode_errors + c.submit_errors), 0);
+	metrics__set(m, id[M_ENCODE_ERR], NULL, NULL, (double)(c.encode_errors + c.submit_errors),
+		     0);
 	metrics__set(m, id[M_TRIMMED], NULL, NULL, (double)ls.labels_trimmed, 0);
 }
 
 static void snapshot(struct agent *a)
 {
-	struct pipeline_stats ps = { 0 };
+	struct pipeline_stats ps = {0};
 	struct labeler_stats ls;
 
 	if (a->pl)
@@ -642,7 +669,7 @@ static void kv_free(struct kv_list *l)
 static void reload(struct agent *a)
 {
 	struct agent_config next;
-	struct kv_list before = { 0 }, after = { 0 };
+	struct kv_list before = {0}, after = {0};
 	char err[512];
 	int changed = 0, ret;
 
@@ -686,7 +713,7 @@ static void reload(struct agent *a)
 static int exporter_setup(struct agent *a)
 {
 	const struct agent_config *c = &a->boot;
-	struct exporter_config ec = { 0 };
+	struct exporter_config ec = {0};
 	bool push = *c->url != '\0';
 
 	a->headers = calloc((size_t)c->headers.n + 1, sizeof(*a->headers));
@@ -694,7 +721,9 @@ static int exporter_setup(struct agent *a)
 		return -ENOMEM;
 	for (int i = 0; i < c->headers.n; i++)
 		a->headers[i] = c->headers.v[i];
-	ec.kind = !push ? EXPORTER_FILE : !strcmp(c->api, "ingest") ? EXPORTER_INGEST : EXPORTER_PUSH;
+	ec.kind = !push			      ? EXPORTER_FILE
+		  : !strcmp(c->api, "ingest") ? EXPORTER_INGEST
+					      : EXPORTER_PUSH;
 	ec.url = push ? c->url : NULL;
 	ec.out_dir = c->output_dir;
 	ec.out_max_bytes = c->output_max_bytes;
@@ -757,7 +786,7 @@ static int pipeline_setup(struct agent *a)
 
 static int run(struct agent *a, const sigset_t *sigs)
 {
-	const struct timespec zero = { 0 };
+	const struct timespec zero = {0};
 	uint64_t now = clock_ns(CLOCK_MONOTONIC), last_snap = 0;
 	uint64_t cur = now / a->interval_ns;
 	int ret = 0;

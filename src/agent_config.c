@@ -21,8 +21,8 @@ enum opt_type {
 };
 
 #define OPTF_ENV_ONLY 0x1 /* secret: environment only, never a flag or a file key */
-#define OPTF_SECRET 0x2	  /* never printed */
-#define OPTF_RELOAD 0x4	  /* applied on SIGHUP without restart */
+#define OPTF_SECRET   0x2 /* never printed */
+#define OPTF_RELOAD   0x4 /* applied on SIGHUP without restart */
 
 struct opt {
 	const char *name; /* long flag, file key; env MLPROF_<NAME with - as _> */
@@ -39,30 +39,42 @@ struct opt {
 
 #define OFF(f) offsetof(struct agent_config, f)
 
-static const char *const api_choices[] = { "connect", "ingest", NULL };
-static const char *const k8s_choices[] = { "auto", "on", "off", NULL };
-static const char *const k8s_src_choices[] = { "apiserver", "kubelet", NULL };
-static const char *const level_choices[] = { "error", "warn", "info", "debug", NULL };
-static const char *const fmt_choices[] = { "text", "json", NULL };
+static const char *const api_choices[] = {"connect", "ingest", NULL};
+static const char *const k8s_choices[] = {"auto", "on", "off", NULL};
+static const char *const k8s_src_choices[] = {"apiserver", "kubelet", NULL};
+static const char *const level_choices[] = {"error", "warn", "info", "debug", NULL};
+static const char *const fmt_choices[] = {"text", "json", NULL};
 
-#define O_STR(n, f, d, a, h, fl, ch)                                                       \
-	{ .name = n, .type = OPT_STR, .off = OFF(f), .def = d, .arg = a, .help = h,         \
-	  .flags = fl, .choices = ch }
-#define O_UINT(n, f, d, a, h, fl, mn, mx)                                                   \
-	{ .name = n, .type = OPT_UINT, .off = OFF(f), .def = d, .arg = a, .help = h,        \
-	  .flags = fl, .min = mn, .max = mx }
-#define O_BOOL(n, f, d, h, fl)                                                              \
-	{ .name = n, .type = OPT_BOOL, .off = OFF(f), .def = d, .arg = "BOOL", .help = h,   \
-	  .flags = fl }
-#define O_BYTES(n, f, d, h, mn, mx)                                                         \
-	{ .name = n, .type = OPT_BYTES, .off = OFF(f), .def = d, .arg = "BYTES", .help = h, \
-	  .min = mn, .max = mx }
-#define O_SECS(n, f, d, h, mn, mx)                                                          \
-	{ .name = n, .type = OPT_SECS_MS, .off = OFF(f), .def = d, .arg = "SECONDS",        \
-	  .help = h, .min = mn, .max = mx }
-#define O_LIST(n, f, a, h, fl, sp)                                                          \
-	{ .name = n, .type = OPT_LIST, .off = OFF(f), .def = "", .arg = a, .help = h,       \
-	  .flags = fl, .sep = sp }
+#define O_STR(n, f, d, a, h, fl, ch)                                                               \
+	{                                                                                          \
+		.name = n, .type = OPT_STR, .off = OFF(f), .def = d, .arg = a, .help = h,          \
+		.flags = fl, .choices = ch                                                         \
+	}
+#define O_UINT(n, f, d, a, h, fl, mn, mx)                                                          \
+	{                                                                                          \
+		.name = n, .type = OPT_UINT, .off = OFF(f), .def = d, .arg = a, .help = h,         \
+		.flags = fl, .min = mn, .max = mx                                                  \
+	}
+#define O_BOOL(n, f, d, h, fl)                                                                     \
+	{                                                                                          \
+		.name = n, .type = OPT_BOOL, .off = OFF(f), .def = d, .arg = "BOOL", .help = h,    \
+		.flags = fl                                                                        \
+	}
+#define O_BYTES(n, f, d, h, mn, mx)                                                                \
+	{                                                                                          \
+		.name = n, .type = OPT_BYTES, .off = OFF(f), .def = d, .arg = "BYTES", .help = h,  \
+		.min = mn, .max = mx                                                               \
+	}
+#define O_SECS(n, f, d, h, mn, mx)                                                                 \
+	{                                                                                          \
+		.name = n, .type = OPT_SECS_MS, .off = OFF(f), .def = d, .arg = "SECONDS",         \
+		.help = h, .min = mn, .max = mx                                                    \
+	}
+#define O_LIST(n, f, a, h, fl, sp)                                                                 \
+	{                                                                                          \
+		.name = n, .type = OPT_LIST, .off = OFF(f), .def = "", .arg = a, .help = h,        \
+		.flags = fl, .sep = sp                                                             \
+	}
 
 /* The option table: the single source of truth for flags, env, file keys and --help. */
 static const struct opt opts[] = {
@@ -73,8 +85,8 @@ static const struct opt opts[] = {
 	       "samples per second per CPU (19 Hz keeps overhead well under 1%)", 0, 1, 1000),
 	O_UINT("upload-interval", upload_interval_s, "15", "SECONDS",
 	       "length of a profile window; one profile per series per window", 0, 1, 3600),
-	O_UINT("ustack-bytes", ustack_bytes, "32768", "BYTES",
-	       "user stack bytes copied per sample", 0, 1024, 65536),
+	O_UINT("ustack-bytes", ustack_bytes, "32768", "BYTES", "user stack bytes copied per sample",
+	       0, 1024, 65536),
 	O_BOOL("kernel-frames", kernel_frames, "true", "include kernel frames in stacks", 0),
 	O_BYTES("symcache-bytes", symcache_bytes, "64M", "memory bound of the symbol tables",
 		1 << 20, (uint64_t)16 << 30),
@@ -124,14 +136,12 @@ static const struct opt opts[] = {
 	O_STR("tenant-id", tenant_id, "", "ID", "X-Scope-OrgID header (multi-tenant Pyroscope)", 0,
 	      NULL),
 	O_LIST("header", headers, "'NAME: VALUE'",
-	       "extra HTTP header (repeatable; in the environment separated by newlines)", 0,
-	       '\n'),
+	       "extra HTTP header (repeatable; in the environment separated by newlines)", 0, '\n'),
 	O_SECS("connect-timeout", connect_timeout_ms, "5", "connect timeout", 1, 600000),
 	O_SECS("timeout", timeout_ms, "10", "total timeout of one push attempt", 1, 3600000),
 	/* labels */
 	O_STR("service-name", service_name, "", "NAME",
-	      "service_name for every process (overrides rules and derivation)", OPTF_RELOAD,
-	      NULL),
+	      "service_name for every process (overrides rules and derivation)", OPTF_RELOAD, NULL),
 	O_LIST("service-rule", service_rules, "process:REGEX=NAME|cgroup:REGEX=NAME",
 	       "service_name for processes whose command line (or cgroup path) matches; first "
 	       "match wins (repeatable)",
@@ -250,8 +260,8 @@ static const struct opt *find_opt(const char *name, size_t len)
 
 static int parse_bool(const char *s, bool *out)
 {
-	static const char *const t[] = { "1", "true", "yes", "on" };
-	static const char *const f[] = { "0", "false", "no", "off" };
+	static const char *const t[] = {"1", "true", "yes", "on"};
+	static const char *const f[] = {"0", "false", "no", "off"};
 
 	for (int i = 0; i < 4; i++) {
 		if (strcasecmp(s, t[i]) == 0) {
@@ -287,9 +297,9 @@ static int parse_bytes(const char *s, uint64_t *out)
 	static const struct {
 		const char *sfx;
 		unsigned int shift;
-	} units[] = { { "", 0 },    { "b", 0 },	   { "k", 10 },	  { "kb", 10 }, { "kib", 10 },
-		      { "m", 20 },  { "mb", 20 },  { "mib", 20 }, { "g", 30 },	{ "gb", 30 },
-		      { "gib", 30 }, { "t", 40 },  { "tib", 40 } };
+	} units[] = {{"", 0},	  {"b", 0},   {"k", 10},   {"kb", 10}, {"kib", 10},
+		     {"m", 20},	  {"mb", 20}, {"mib", 20}, {"g", 30},  {"gb", 30},
+		     {"gib", 30}, {"t", 40},  {"tib", 40}};
 	const char *end;
 	uint64_t v;
 
@@ -375,13 +385,15 @@ static int set_opt(struct loader *ld, const struct opt *o, const char *val, enum
 		return 0;
 	case OPT_BYTES:
 		if (parse_bytes(val, &v) || v < o->min || v > o->max)
-			return fail(ld, "invalid %s '%s': expected a size such as 64M (at least %llu)",
+			return fail(ld,
+				    "invalid %s '%s': expected a size such as 64M (at least %llu)",
 				    where, val, (unsigned long long)o->min);
 		*(uint64_t *)f = v;
 		return 0;
 	case OPT_SECS_MS:
 		if (parse_secs_ms(val, &v) || v < o->min || v > o->max)
-			return fail(ld, "invalid %s '%s': expected seconds such as 5 or 0.5 or 500ms",
+			return fail(ld,
+				    "invalid %s '%s': expected seconds such as 5 or 0.5 or 500ms",
 				    where, val);
 		*(unsigned int *)f = (unsigned int)v;
 		return 0;
@@ -653,7 +665,7 @@ static int check_regex(struct loader *ld, const char *what, const char *re)
 	return 0;
 }
 
-static int validate(struct loader *ld)
+static int validate(struct loader *ld, char **envp)
 {
 	struct agent_config *c = ld->cfg;
 	int err;
@@ -664,7 +676,8 @@ static int validate(struct loader *ld)
 
 		errno = 0;
 		v = strtol(c->pids.v[i], &end, 10);
-		if (errno || *end || v <= 0 || v > INT_MAX || !isdigit((unsigned char)c->pids.v[i][0]))
+		if (errno || *end || v <= 0 || v > INT_MAX ||
+		    !isdigit((unsigned char)c->pids.v[i][0]))
 			return fail(ld, "invalid --pid '%s': expected a process id", c->pids.v[i]);
 	}
 	if (*c->process_regex && (err = check_regex(ld, "--process-regex", c->process_regex)))
@@ -691,7 +704,8 @@ static int validate(struct loader *ld)
 	}
 	for (int i = 0; i < c->ml_env.n; i++)
 		if (!valid_label_name(c->ml_env.v[i], strlen(c->ml_env.v[i])))
-			return fail(ld, "invalid --ml-env '%s': not a variable name", c->ml_env.v[i]);
+			return fail(ld, "invalid --ml-env '%s': not a variable name",
+				    c->ml_env.v[i]);
 	for (int i = 0; i < c->service_rules.n; i++) {
 		const char *r = c->service_rules.v[i], *eq = strrchr(r, '=');
 		char re[1024];
@@ -722,7 +736,8 @@ static int validate(struct loader *ld)
 	if (*c->basic_auth_password_file &&
 	    (err = read_secret(ld, c->basic_auth_password_file, &c->basic_auth_password)))
 		return err;
-	if (*c->bearer_token_file && (err = read_secret(ld, c->bearer_token_file, &c->bearer_token)))
+	if (*c->bearer_token_file &&
+	    (err = read_secret(ld, c->bearer_token_file, &c->bearer_token)))
 		return err;
 	if (*c->basic_auth_user && !*c->basic_auth_password)
 		return fail(ld, "--basic-auth-user needs --basic-auth-password-file or "
@@ -731,13 +746,16 @@ static int validate(struct loader *ld)
 		return fail(ld, "basic auth and a bearer token are mutually exclusive");
 	if (*c->ca_file && !*c->url)
 		return fail(ld, "--ca-file given without --url");
+	if (!strcmp(c->k8s, "on") && !*c->node_name && !env_get(envp, "NODE_NAME"))
+		return fail(ld, "--k8s=on needs the node name: set NODE_NAME (fieldRef "
+				"spec.nodeName) or --node-name");
 	return 0;
 }
 
 int agent_config__load(struct agent_config *cfg, int argc, char **argv, char **envp, char *err,
 		       size_t errlen)
 {
-	struct loader ld = { .cfg = cfg, .err = err, .errlen = errlen };
+	struct loader ld = {.cfg = cfg, .err = err, .errlen = errlen};
 	const char *path = NULL;
 	int ret;
 
@@ -771,7 +789,7 @@ int agent_config__load(struct agent_config *cfg, int argc, char **argv, char **e
 	ret = load_flags(&ld, argc, argv);
 	if (ret || cfg->help)
 		goto cleanup;
-	ret = validate(&ld);
+	ret = validate(&ld, envp);
 cleanup:
 	if (ret == -ENOMEM && errlen)
 		snprintf(err, errlen, "out of memory");
@@ -808,7 +826,8 @@ void agent_config__usage(FILE *f)
 		"to Grafana Pyroscope (--url) or writes timestamped files to --output-dir.\n"
 		"\n"
 		"Every option can also be given as an environment variable MLPROF_<NAME> (shown)\n"
-		"or as a 'name = value' line in the --config file. Precedence: flags > environment\n"
+		"or as a 'name = value' line in the --config file. Precedence: flags > "
+		"environment\n"
 		"> config file > defaults. Lists repeat the flag or the file key; in the\n"
 		"environment they are comma separated. SIGHUP re-reads the configuration.\n"
 		"--pid is applied in the kernel; --process-regex, --cgroup and --ml-only are\n"
@@ -861,15 +880,16 @@ void agent_config__for_each(const struct agent_config *cfg,
 			snprintf(buf, sizeof(buf), "%s", *(const bool *)f ? "true" : "false");
 			break;
 		case OPT_BYTES:
-			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)*(const uint64_t *)f);
+			snprintf(buf, sizeof(buf), "%llu",
+				 (unsigned long long)*(const uint64_t *)f);
 			break;
 		case OPT_LIST: {
 			const struct strlist *l = f;
 			size_t n = 0;
 			buf[0] = '\0';
 			for (int j = 0; j < l->n && n < sizeof(buf); j++)
-				n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", j ? "," : "",
-						      l->v[j]);
+				n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s",
+						      j ? "," : "", l->v[j]);
 			break;
 		}
 		}

@@ -32,12 +32,12 @@ struct agent_config {
 	/* selection (user-space filters except pids) */
 	struct strlist pids;
 	char *process_regex;
-	struct strlist cgroups;	   /* substrings of the cgroup path or container id prefixes */
+	struct strlist cgroups; /* substrings of the cgroup path or container id prefixes */
 	bool ml_only;
 
 	/* delivery */
 	char *url;
-	char *api;		   /* "connect" | "ingest" */
+	char *api; /* "connect" | "ingest" */
 	char *output_dir;
 	uint64_t output_max_bytes;
 	char *spool_dir;
@@ -48,32 +48,32 @@ struct agent_config {
 	char *basic_auth_password_file;
 	char *basic_auth_password; /* env only (MLPROF_BASIC_AUTH_PASSWORD) or read from file */
 	char *bearer_token_file;
-	char *bearer_token;	   /* env only (MLPROF_BEARER_TOKEN) or read from file */
+	char *bearer_token; /* env only (MLPROF_BEARER_TOKEN) or read from file */
 	char *tenant_id;
-	struct strlist headers;	   /* "Name: value" */
+	struct strlist headers; /* "Name: value" */
 	unsigned int connect_timeout_ms;
 	unsigned int timeout_ms;
 
 	/* labels */
-	char *service_name;	   /* fixed service name for everything */
+	char *service_name;	      /* fixed service name for everything */
 	struct strlist service_rules; /* "process:REGEX=NAME" | "cgroup:REGEX=NAME" */
-	struct strlist labels;	   /* static "name=value" */
-	struct strlist ml_env;	   /* extra environment variable names to turn into labels */
+	struct strlist labels;	      /* static "name=value" */
+	struct strlist ml_env;	      /* extra environment variable names to turn into labels */
 	char *hostname;
 	unsigned int max_services;
 	unsigned int label_cache_size;
 
 	/* kubernetes */
-	char *k8s;		   /* "auto" | "on" | "off" */
-	char *k8s_source;	   /* "apiserver" | "kubelet" */
+	char *k8s;	  /* "auto" | "on" | "off" */
+	char *k8s_source; /* "apiserver" | "kubelet" */
 	char *node_name;
 
 	/* operations */
-	char *metrics_addr;	   /* "host:port", "" or "off" disables */
+	char *metrics_addr; /* "host:port", "" or "off" disables */
 	char *log_level;
-	char *log_format;	   /* "text" | "json" */
+	char *log_format; /* "text" | "json" */
 
-	bool help;		   /* --help was given: print usage, nothing else is valid */
+	bool help; /* --help was given: print usage, nothing else is valid */
 };
 
 /*

@@ -19,7 +19,7 @@
 #include "log.h"
 
 #define FILE_SUFFIX ".pb.gz"
-#define MAX_SCAN 100000
+#define MAX_SCAN    100000
 
 struct ofile {
 	char name[NAME_MAX + 1];
@@ -117,7 +117,7 @@ static enum export_status file_send(struct exporter *e, const struct export_item
 	/* .pb.gz: gzip the pprof unless it already is */
 	if (len < 2 || it->pprof[0] != 0x1f || it->pprof[1] != 0x8b) {
 		uLongf zl = compressBound((uLong)len) + 32;
-		z_stream zs = { 0 };
+		z_stream zs = {0};
 
 		gz = malloc(zl);
 		if (!gz || deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8,
@@ -141,8 +141,7 @@ static enum export_status file_send(struct exporter *e, const struct export_item
 	res->files_deleted = enforce_bound(c->out_dir, c->out_max_bytes, len);
 	snprintf(path, sizeof(path), "%s/%s-%s-%06" PRIu64 FILE_SUFFIX, c->out_dir, svc, stamp,
 		 it->seq);
-	snprintf(tmp, sizeof(tmp), "%s/.%s-%s-%06" PRIu64 ".tmp", c->out_dir, svc, stamp,
-		 it->seq);
+	snprintf(tmp, sizeof(tmp), "%s/.%s-%s-%06" PRIu64 ".tmp", c->out_dir, svc, stamp, it->seq);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		goto fail;

@@ -55,8 +55,8 @@ static enum export_status ingest_send(struct exporter *e, const struct export_it
 		 "%s/ingest?name=%s&format=pprof&spyName=mlprof&from=%" PRId64 "&until=%" PRId64,
 		 c->url, esc, it->start_ns / 1000000000, (it->end_ns + 999999999) / 1000000000);
 	curl_free(esc);
-	st = exporter__http_post(e, url, "application/octet-stream", NULL, it->pprof,
-				 it->pprof_len, res);
+	st = exporter__http_post(e, url, "application/octet-stream", NULL, it->pprof, it->pprof_len,
+				 res);
 	if (res->http_status == 413)
 		st = EXPORT_REJECTED;
 	return st;

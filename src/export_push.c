@@ -11,7 +11,7 @@
 static enum export_status push_send(struct exporter *e, const struct export_item *it,
 				    struct export_result *res)
 {
-	static const char *const hdrs[] = { "Connect-Protocol-Version: 1", NULL };
+	static const char *const hdrs[] = {"Connect-Protocol-Version: 1", NULL};
 	const struct exporter_config *c = exporter__config(e);
 	Push__V1__LabelPair lp[EXPORT_MAX_LABELS], *lpp[EXPORT_MAX_LABELS];
 	Push__V1__RawSample sample = PUSH__V1__RAW_SAMPLE__INIT, *samplep = &sample;

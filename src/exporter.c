@@ -19,9 +19,9 @@
 
 /* Pyroscope's ingestion limits (distributor validation). */
 #define LIMIT_PROFILE_BYTES (4u << 20)
-#define LIMIT_SAMPLES 16000
-#define MAX_INFLATE (64u << 20)
-#define SEEN_ERRORS 64
+#define LIMIT_SAMPLES	    16000
+#define MAX_INFLATE	    (64u << 20)
+#define SEEN_ERRORS	    64
 
 struct qitem {
 	struct qitem *next;
@@ -39,14 +39,14 @@ struct exporter {
 	struct spool *spool;
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond;  /* wakes the sender */
-	pthread_cond_t idle;  /* wakes flush() */
+	pthread_cond_t cond; /* wakes the sender */
+	pthread_cond_t idle; /* wakes flush() */
 	pthread_t thread;
 	bool thread_started, stop;
 	struct qitem *head, *tail;
 	size_t n_queued;
-	bool busy;	      /* sender holds an item outside the queue */
-	bool down;	      /* backend unreachable: queue drains to the spool */
+	bool busy; /* sender holds an item outside the queue */
+	bool down; /* backend unreachable: queue drains to the spool */
 	uint64_t next_probe_ms;
 	unsigned int probe_backoff_ms;
 	uint64_t rnd;
@@ -140,7 +140,7 @@ enum export_status exporter__http_post(struct exporter *e, const char *url,
 {
 	const struct exporter_config *c = &e->cfg;
 	struct curl_slist *h = NULL, *nh;
-	struct body rb = { .len = 0 };
+	struct body rb = {.len = 0};
 	char line[1024];
 	CURLcode rc;
 	long status = 0;
@@ -201,8 +201,7 @@ enum export_status exporter__http_post(struct exporter *e, const char *url,
 	rc = curl_easy_perform(e->curl);
 	curl_slist_free_all(h);
 	if (rc != CURLE_OK) {
-		snprintf(res->message, sizeof(res->message), "%s: %s", url,
-			 curl_easy_strerror(rc));
+		snprintf(res->message, sizeof(res->message), "%s: %s", url, curl_easy_strerror(rc));
 		return EXPORT_RETRYABLE;
 	}
 	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -225,7 +224,7 @@ static bool is_gzip(const uint8_t *p, size_t len)
 /* Inflates gzip data (bounded by MAX_INFLATE). Returns 0 or -errno. */
 static int gunzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
-	z_stream zs = { 0 };
+	z_stream zs = {0};
 	size_t cap = len * 4 + 1024;
 	uint8_t *buf = malloc(cap), *nb;
 	int zr, err = 0;
@@ -271,7 +270,7 @@ cleanup:
 
 static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
-	z_stream zs = { 0 };
+	z_stream zs = {0};
 	size_t cap;
 	uint8_t *buf;
 	int err = 0;
@@ -451,7 +450,7 @@ static int fit_limits(struct exporter *e, const uint8_t *pprof, size_t len, uint
 		      size_t *out_len)
 {
 	Perftools__Profiles__Profile *orig = NULL, view;
-	struct trim_mem m = { .samples = NULL };
+	struct trim_mem m = {.samples = NULL};
 	uint8_t *raw = NULL, *packed = NULL;
 	size_t raw_len = len, keep, plen = 0;
 	int err = 0, round;
@@ -642,7 +641,8 @@ static void log_rejected(struct exporter *e, const struct export_item *it,
 		e->seen[e->n_seen++] = h;
 	if (r->http_status == 401 && strstr(r->message, "no org id"))
 		pr_err("%s: server requires a tenant (HTTP 401 \"%s\"): set the tenant "
-		       "(X-Scope-OrgID) in the exporter configuration", e->cfg.url, r->message);
+		       "(X-Scope-OrgID) in the exporter configuration",
+		       e->cfg.url, r->message);
 	else if (r->http_status == 401 || r->http_status == 403)
 		pr_err("%s: authentication failed (HTTP %ld \"%s\"): check the credentials",
 		       e->cfg.url, r->http_status, r->message);
@@ -737,7 +737,8 @@ static bool deliver(struct exporter *e, const struct export_item *it, bool probe
 		if (st == EXPORT_SENT) {
 			e->st.pushed++;
 			if (e->down)
-				pr_info("%s: backend reachable again", e->cfg.url ? e->cfg.url : "");
+				pr_info("%s: backend reachable again",
+					e->cfg.url ? e->cfg.url : "");
 			e->down = false;
 			e->down_logged = false;
 			e->probe_backoff_ms = 0;
@@ -764,8 +765,7 @@ static bool deliver(struct exporter *e, const struct export_item *it, bool probe
 		e->down_logged = true;
 	}
 	e->down = true;
-	e->probe_backoff_ms = e->probe_backoff_ms ? e->probe_backoff_ms * 2
-						  : e->cfg.backoff_min_ms;
+	e->probe_backoff_ms = e->probe_backoff_ms ? e->probe_backoff_ms * 2 : e->cfg.backoff_min_ms;
 	if (e->probe_backoff_ms > e->cfg.backoff_max_ms)
 		e->probe_backoff_ms = e->cfg.backoff_max_ms;
 	e->next_probe_ms = now_ms() + backoff_ms(e, 0) / 2 + e->probe_backoff_ms / 2;
@@ -800,7 +800,7 @@ static void *sender(void *arg)
 		uint64_t now = now_ms();
 		struct qitem *q;
 
-		if (e->down) {
+		if (e->down && e->spool) {
 			/* backend down: keep the queue bounded on disk, probe with the oldest */
 			spill_queue(e);
 			sp = e->spool ? spool__oldest(e->spool) : UINT64_MAX;
@@ -847,8 +847,7 @@ int exporter__submit(struct exporter *e, const struct export_item *item)
 	struct qitem *q;
 	int err = 0;
 
-	if (!e || !item || !item->pprof || item->n_labels < 0 ||
-	    item->n_labels > EXPORT_MAX_LABELS)
+	if (!e || !item || !item->pprof || item->n_labels < 0 || item->n_labels > EXPORT_MAX_LABELS)
 		return -EINVAL;
 	q = qitem_copy(item);
 	if (!q)
@@ -856,9 +855,16 @@ int exporter__submit(struct exporter *e, const struct export_item *item)
 	pthread_mutex_lock(&e->lock);
 	q->order = e->spool ? spool__next_order(e->spool) : ++e->next_order;
 	if (e->st.queue_bytes + q->bytes > e->cfg.queue_max_bytes || e->stop) {
-		/* keep order: everything queued is older, so it goes to the spool first */
-		spill_queue(e);
-		err = spool_item(e, q->order, &q->item);
+		if (e->spool) {
+			/* keep order: everything queued is older, so it goes to the spool first */
+			spill_queue(e);
+			err = spool_item(e, q->order, &q->item);
+		} else {
+			e->st.queue_dropped++;
+			err = -ENOSPC;
+			pr_debug("queue full and no spool: dropped profile seq %" PRIu64,
+				 item->seq);
+		}
 		qitem_free(q);
 	} else {
 		q->next = NULL;

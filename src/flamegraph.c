@@ -607,6 +607,7 @@ static const char html_script[] =
 	"ev.preventDefault();q.focus();q.select();}else if(ev.key==='Escape'){if(document.activeElement===q"
 	"&&q.value){q.value='';search();}else reset();}});\n"
 	"window.addEventListener('resize',render);\n"
+	"var h=/[#&]q=([^&]*)/.exec(location.hash);if(h){try{q.value=decodeURIComponent(h[1]);}catch(e){}search();}\n"
 	"if(!total){document.getElementById('empty').style.display='block';cv.style.display='none';}\n"
 	"render();\n})();\n</script>\n</body>\n</html>\n";
 

@@ -21,9 +21,9 @@
 #include "agent_config.h"
 #include "log.h"
 
-#define HTTPD_MAX_CONNS 32
+#define HTTPD_MAX_CONNS	  32
 #define HTTPD_MAX_REQUEST 8192
-#define HTTPD_IDLE_MS 10000
+#define HTTPD_IDLE_MS	  10000
 
 struct conn {
 	int fd;
@@ -66,18 +66,25 @@ static void conn_close(struct conn *c)
 static const char *reason(int status)
 {
 	switch (status) {
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 413: return "Request Entity Too Large";
-	case 503: return "Service Unavailable";
-	default: return "Error";
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 413:
+		return "Request Entity Too Large";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Error";
 	}
 }
 
-static void respond(struct conn *c, int status, const char *ctype, const char *body,
-		    size_t blen, bool head)
+static void respond(struct conn *c, int status, const char *ctype, const char *body, size_t blen,
+		    bool head)
 {
 	char hdr[256];
 	int hl = snprintf(hdr, sizeof(hdr),
@@ -102,7 +109,7 @@ static void respond(struct conn *c, int status, const char *ctype, const char *b
 static void handle_request(struct httpd *h, struct conn *c)
 {
 	char method[8], path[1024];
-	struct http_response r = { .status = 0 };
+	struct http_response r = {.status = 0};
 	char *sp1, *sp2, *q;
 	bool head;
 
@@ -208,14 +215,15 @@ static void *httpd_thread(void *arg)
 		int n = 0, rc;
 		int64_t now;
 
-		pfd[n++] = (struct pollfd){ .fd = h->wake[0], .events = POLLIN };
-		pfd[n++] = (struct pollfd){ .fd = h->lfd, .events = POLLIN };
+		pfd[n++] = (struct pollfd){.fd = h->wake[0], .events = POLLIN};
+		pfd[n++] = (struct pollfd){.fd = h->lfd, .events = POLLIN};
 		for (int i = 0; i < HTTPD_MAX_CONNS; i++) {
 			struct conn *c = &h->conns[i];
 			if (c->fd < 0)
 				continue;
 			idx[n] = i;
-			pfd[n++] = (struct pollfd){ .fd = c->fd, .events = c->out ? POLLOUT : POLLIN };
+			pfd[n++] =
+				(struct pollfd){.fd = c->fd, .events = c->out ? POLLOUT : POLLIN};
 		}
 		rc = poll(pfd, (nfds_t)n, 1000);
 		if (rc < 0 && errno != EINTR) {
@@ -246,7 +254,7 @@ static void *httpd_thread(void *arg)
 
 struct httpd *httpd__new(const char *addr, httpd_handler handler, void *ctx)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
 	struct addrinfo *res = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -288,9 +296,8 @@ struct httpd *httpd__new(const char *addr, httpd_handler handler, void *ctx)
 		goto cleanup;
 	}
 	if (!getsockname(h->lfd, (struct sockaddr *)&ss, &sl))
-		h->port = ntohs(ss.ss_family == AF_INET6
-					? ((struct sockaddr_in6 *)&ss)->sin6_port
-					: ((struct sockaddr_in *)&ss)->sin_port);
+		h->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+							 : ((struct sockaddr_in *)&ss)->sin_port);
 	if (pipe2(h->wake, O_CLOEXEC | O_NONBLOCK)) {
 		err = -errno;
 		goto cleanup;

@@ -134,8 +134,8 @@ static bool is_python(const char *b)
 		return false;
 	/* python, python3, python3.11, python3.11d, python3-dbg */
 	for (; *rest; rest++)
-		if (!isdigit((unsigned char)*rest) && *rest != '.' && *rest != 'd' && *rest != 'm' &&
-		    *rest != '-' && *rest != 'g' && *rest != 'b')
+		if (!isdigit((unsigned char)*rest) && *rest != '.' && *rest != 'd' &&
+		    *rest != 'm' && *rest != '-' && *rest != 'g' && *rest != 'b')
 			return false;
 	return true;
 }
@@ -147,9 +147,9 @@ static bool is_shell(const char *b)
 
 static bool is_launcher(const char *b)
 {
-	static const char *const names[] = { "torchrun",  "deepspeed", "accelerate", "mpirun",
-					     "mpiexec",	  "srun",      "horovodrun", "composer",
-					     "ray",	  NULL };
+	static const char *const names[] = {"torchrun", "deepspeed", "accelerate", "mpirun",
+					    "mpiexec",	"srun",	     "horovodrun", "composer",
+					    "ray",	NULL};
 
 	for (int i = 0; names[i]; i++)
 		if (!strcmp(b, names[i]))
@@ -336,8 +336,8 @@ static bool all_hex(const char *s, size_t n)
 /* Container id in one path segment, e.g. "cri-containerd-<64hex>.scope" or "<64hex>". */
 static bool segment_container_id(const char *seg, size_t n, char *out)
 {
-	static const char *const prefixes[] = { "cri-containerd-", "docker-", "crio-", "libpod-",
-						"containerd-", "", NULL };
+	static const char *const prefixes[] = {"cri-containerd-", "docker-", "crio-", "libpod-",
+					       "containerd-",	  "",	     NULL};
 	const char *colon;
 
 	if (n > 6 && !memcmp(seg + n - 6, ".scope", 6))
@@ -416,7 +416,8 @@ void labels__parse_cgroup(const char *text, size_t len, struct cgroup_info *out)
 				while (ss > path && ss[-1] != '/')
 					ss--;
 				if (!out->container_id[0])
-					segment_container_id(ss, (size_t)(se - ss), out->container_id);
+					segment_container_id(ss, (size_t)(se - ss),
+							     out->container_id);
 				if (!out->pod_uid[0])
 					segment_pod_uid(ss, (size_t)(se - ss), out->pod_uid,
 							sizeof(out->pod_uid));
@@ -429,10 +430,9 @@ void labels__parse_cgroup(const char *text, size_t len, struct cgroup_info *out)
 
 /* ------------------------------------------------------------------ ML labels */
 
-const char *const labels_ml_env_default[] = { "RANK",	      "LOCAL_RANK",
-					      "WORLD_SIZE",   "CUDA_VISIBLE_DEVICES",
-					      "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID",
-					      NULL };
+const char *const labels_ml_env_default[] = {
+	"RANK",		"LOCAL_RANK",	       "WORLD_SIZE", "CUDA_VISIBLE_DEVICES",
+	"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", NULL};
 
 int labels__ml_from_environ(const char *blob, size_t len, const char *const *names, int n_names,
 			    struct label_pair *out, int max, char *buf, size_t buflen)
@@ -533,8 +533,8 @@ struct jparser {
 
 static void jskip_ws(struct jparser *ps)
 {
-	while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' ||
-				   *ps->p == '\r'))
+	while (ps->p < ps->end &&
+	       (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
 		ps->p++;
 }
 
@@ -552,7 +552,7 @@ static int jnew(struct jdoc *d, enum jtype t)
 		d->nodes = nn;
 		d->cap = cap;
 	}
-	d->nodes[d->n] = (struct jnode){ .t = t, .child = -1, .next = -1 };
+	d->nodes[d->n] = (struct jnode){.t = t, .child = -1, .next = -1};
 	return d->n++;
 }
 
@@ -603,14 +603,31 @@ static int jstring(struct jparser *ps, const char **out)
 		if (++r >= ps->end)
 			return -EINVAL;
 		switch (*r) {
-		case '"': case '\\': case '/':
+		case '"':
+		case '\\':
+		case '/':
 			*w++ = *r++;
 			break;
-		case 'b': *w++ = '\b'; r++; break;
-		case 'f': *w++ = '\f'; r++; break;
-		case 'n': *w++ = '\n'; r++; break;
-		case 'r': *w++ = '\r'; r++; break;
-		case 't': *w++ = '\t'; r++; break;
+		case 'b':
+			*w++ = '\b';
+			r++;
+			break;
+		case 'f':
+			*w++ = '\f';
+			r++;
+			break;
+		case 'n':
+			*w++ = '\n';
+			r++;
+			break;
+		case 'r':
+			*w++ = '\r';
+			r++;
+			break;
+		case 't':
+			*w++ = '\t';
+			r++;
+			break;
 		case 'u': {
 			unsigned int cp, lo;
 
@@ -747,9 +764,9 @@ static int jvalue(struct jparser *ps, int depth)
 	}
 	if (*ps->p == '-' || isdigit((unsigned char)*ps->p)) {
 		ps->p++;
-		while (ps->p < ps->end && (isdigit((unsigned char)*ps->p) || *ps->p == '.' ||
-					   *ps->p == 'e' || *ps->p == 'E' || *ps->p == '+' ||
-					   *ps->p == '-'))
+		while (ps->p < ps->end &&
+		       (isdigit((unsigned char)*ps->p) || *ps->p == '.' || *ps->p == 'e' ||
+			*ps->p == 'E' || *ps->p == '+' || *ps->p == '-'))
 			ps->p++;
 		return jnew(ps->d, J_NUM);
 	}
@@ -765,7 +782,7 @@ static void jdoc_free(struct jdoc *d)
 
 static int jdoc_parse(struct jdoc *d, const char *json, size_t len)
 {
-	struct jparser ps = { .d = d };
+	struct jparser ps = {.d = d};
 	int root;
 
 	memset(d, 0, sizeof(*d));
@@ -848,8 +865,8 @@ static int pods_add(struct k8s_pods *pods, const char *id, const char *pod, cons
 
 struct k8s_pods *k8s_pods__parse(const char *json, size_t len)
 {
-	static const char *const lists[] = { "containerStatuses", "initContainerStatuses",
-					     "ephemeralContainerStatuses" };
+	static const char *const lists[] = {"containerStatuses", "initContainerStatuses",
+					    "ephemeralContainerStatuses"};
 	struct k8s_pods *pods = calloc(1, sizeof(*pods));
 	const struct jnode *root, *items;
 	int r, err = 0;
@@ -886,7 +903,8 @@ struct k8s_pods *k8s_pods__parse(const char *json, size_t len)
 
 				if (!id)
 					continue;
-				err = pods_add(pods, id, name, jget_str(&pods->doc, md, "namespace"),
+				err = pods_add(pods, id, name,
+					       jget_str(&pods->doc, md, "namespace"),
 					       jget_str(&pods->doc, md, "uid"),
 					       jget_str(&pods->doc, c, "name"));
 				if (err)
@@ -963,7 +981,7 @@ const struct k8s_container *k8s_pods__find_pod(const struct k8s_pods *pods, cons
 
 #define K8S_MIN_REFRESH_S 30
 #define K8S_MAX_REFRESH_S 120
-#define K8S_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define K8S_SA_DIR	  "/var/run/secrets/kubernetes.io/serviceaccount"
 
 struct k8s_client {
 	pthread_t thread;
@@ -971,7 +989,7 @@ struct k8s_client {
 	pthread_cond_t cond;
 	bool stop, want_refresh, started;
 	struct k8s_pods *pods;
-	uint64_t gen;	    /* bumps with every successful fetch */
+	uint64_t gen; /* bumps with every successful fetch */
 	uint64_t fetches, errors;
 	char url[512];
 };
@@ -1005,7 +1023,7 @@ static int k8s_fetch(struct k8s_client *k, struct k8s_pods **out)
 {
 	char token[8192], auth[8300];
 	struct curl_slist *hdrs = NULL;
-	struct membuf body = { 0 };
+	struct membuf body = {0};
 	long code = 0;
 	CURL *curl = NULL;
 	CURLcode rc;
@@ -1135,12 +1153,14 @@ static struct k8s_client *k8s_client__new(const char *source, const char *node)
 		snprintf(k->url, sizeof(k->url), "https://%s:10250/pods", node);
 	} else if (host && *host) {
 		snprintf(k->url, sizeof(k->url),
-			 strchr(host, ':') ? "https://[%s]:%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s"
-					   : "https://%s:%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s",
+			 strchr(host, ':')
+				 ? "https://[%s]:%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s"
+				 : "https://%s:%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s",
 			 host, port && *port ? port : "443", node);
 	} else {
 		snprintf(k->url, sizeof(k->url),
-			 "https://kubernetes.default.svc/api/v1/pods?fieldSelector=spec.nodeName%%3D%s",
+			 "https://kubernetes.default.svc/api/v1/"
+			 "pods?fieldSelector=spec.nodeName%%3D%s",
 			 node);
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -1222,12 +1242,12 @@ struct pid_entry {
 	bool used;
 	unsigned long long start_time; /* /proc/PID/stat field 22 */
 	char comm[16];
-	uint64_t window;	       /* last validated */
+	uint64_t window; /* last validated */
 	uint64_t proc_gen;
 	uint64_t k8s_gen;
-	bool k8s_missing;	       /* container/pod labels not known yet */
+	bool k8s_missing; /* container/pod labels not known yet */
 	struct series_labels sl;
-	char *strings;		       /* owns every string of sl */
+	char *strings; /* owns every string of sl */
 	struct pid_entry *lru_prev, *lru_next, *hnext;
 };
 
@@ -1664,9 +1684,9 @@ static void compute(struct labeler *l, struct pid_entry *e, pid_t pid, const cha
 	char envbuf[8192], statcomm[64];
 	struct label_pair ml[64];
 	struct cgroup_info cg;
-	struct pod_meta pm = { .pod = "" };
-	struct lbl_build lb = { .n = 0 };
-	struct sbuf sb = { 0 };
+	struct pod_meta pm = {.pod = ""};
+	struct lbl_build lb = {.n = 0};
+	struct sbuf sb = {0};
 	ssize_t cl, gl;
 	bool k8s_found = false;
 	int nml = 0;
@@ -1722,7 +1742,8 @@ static void compute(struct labeler *l, struct pid_entry *e, pid_t pid, const cha
 	if (!service[0] && pm.pod[0] && pm.container[0])
 		snprintf(service, sizeof(service), "%s/%s", pm.ns, pm.container);
 	if (!service[0])
-		labels__service_from_cmdline(cmdline, (size_t)cl, e->comm, service, sizeof(service));
+		labels__service_from_cmdline(cmdline, (size_t)cl, e->comm, service,
+					     sizeof(service));
 
 	lb_set(&lb, &sb, "service_name", service, false);
 	lb_set(&lb, &sb, "hostname", l->hostname, false);
@@ -1777,7 +1798,7 @@ static void compute(struct labeler *l, struct pid_entry *e, pid_t pid, const cha
 			e->sl.key = "service_name=unknown\x1f";
 			e->sl.service = "unknown";
 			e->sl.n = 1;
-			e->sl.pairs[0] = (struct label_pair){ "service_name", "unknown" };
+			e->sl.pairs[0] = (struct label_pair){"service_name", "unknown"};
 			return;
 		}
 		e->strings = sb.p;

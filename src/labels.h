@@ -13,7 +13,7 @@
 struct agent_config;
 struct proc;
 
-#define LABEL_NAME_MAX 1024  /* Pyroscope: label name length */
+#define LABEL_NAME_MAX	1024 /* Pyroscope: label name length */
 #define LABEL_VALUE_MAX 2048 /* Pyroscope: label value length */
 
 /*
@@ -44,7 +44,7 @@ char *labels__service_from_cmdline(const char *cmdline, size_t len, const char *
 
 /* What a process's cgroup file says about its container. */
 struct cgroup_info {
-	char path[512];	      /* unified (v2) path, else the first v1 path; "" if none */
+	char path[512];	       /* unified (v2) path, else the first v1 path; "" if none */
 	char container_id[65]; /* 64 lowercase hex, "" when not in a container */
 	char pod_uid[40];      /* Kubernetes pod uid (dashes), "" when unknown */
 };
@@ -67,9 +67,9 @@ int labels__ml_from_environ(const char *blob, size_t len, const char *const *nam
 			    struct label_pair *out, int max, char *buf, size_t buflen);
 
 /* Classification of a process by its mappings (the --ml-only filter). */
-#define ML_PYTHON 0x1	 /* libpython mapped or a python executable */
+#define ML_PYTHON    0x1 /* libpython mapped or a python executable */
 #define ML_FRAMEWORK 0x2 /* torch, tensorflow or jax/xla libraries */
-#define ML_CUDA 0x4	 /* CUDA runtime/driver/cuBLAS/cuDNN/NCCL libraries */
+#define ML_CUDA	     0x4 /* CUDA runtime/driver/cuBLAS/cuDNN/NCCL libraries */
 /* Returns the ML_* bits one mapped path contributes. */
 unsigned int labels__ml_classify_path(const char *path);
 /* A process is an ML process when it runs Python and maps a framework or CUDA library. */
@@ -104,8 +104,8 @@ const struct k8s_container *k8s_pods__find_pod(const struct k8s_pods *pods, cons
 
 /* The labels of one process for one series. */
 struct series_labels {
-	bool keep;	    /* passes the filters */
-	const char *key;    /* unique text of the label set (series key) */
+	bool keep;	     /* passes the filters */
+	const char *key;     /* unique text of the label set (series key) */
 	const char *service; /* service_name value */
 	int n;
 	struct label_pair pairs[EXPORT_MAX_LABELS - 1]; /* without __name__ */

@@ -15,7 +15,7 @@
 struct series {
 	char *label, *label_value; /* both NULL for an unlabeled series */
 	double value;
-	uint64_t count;		   /* summaries */
+	uint64_t count; /* summaries */
 };
 
 struct family {
@@ -74,8 +74,7 @@ static bool valid_name(const char *s, bool colon)
 	return true;
 }
 
-int metrics__register(struct metrics *m, const char *name, enum metric_type type,
-		      const char *help)
+int metrics__register(struct metrics *m, const char *name, enum metric_type type, const char *help)
 {
 	struct family *f;
 	int id, err = 0;
@@ -232,8 +231,8 @@ static void put_value(struct out *o, double v)
 		put(o, "%.17g", v);
 }
 
-static void put_series(struct out *o, const char *name, const char *suffix,
-		       const struct series *s, double v)
+static void put_series(struct out *o, const char *name, const char *suffix, const struct series *s,
+		       double v)
 {
 	put(o, "%s%s", name, suffix);
 	if (s->label) {
@@ -248,8 +247,8 @@ static void put_series(struct out *o, const char *name, const char *suffix,
 
 int metrics__render(struct metrics *m, char **out, size_t *len)
 {
-	static const char *const type_names[] = { "counter", "gauge", "summary" };
-	struct out o = { .cap = 4096 };
+	static const char *const type_names[] = {"counter", "gauge", "summary"};
+	struct out o = {.cap = 4096};
 
 	o.p = malloc(o.cap);
 	if (!o.p)

@@ -9,7 +9,7 @@
 enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_SUMMARY };
 
 #define METRICS_MAX_FAMILIES 128
-#define METRICS_MAX_SERIES 64 /* per family */
+#define METRICS_MAX_SERIES   64 /* per family */
 
 struct metrics;
 
@@ -28,8 +28,7 @@ void metrics__free(struct metrics *m);
  * Returns the family id (>= 0) or -EINVAL/-ENOSPC/-ENOMEM. Registering an existing name
  * returns its id.
  */
-int metrics__register(struct metrics *m, const char *name, enum metric_type type,
-		      const char *help);
+int metrics__register(struct metrics *m, const char *name, enum metric_type type, const char *help);
 
 /*
  * Sets the value of one series of family id. label/label_value name one optional label

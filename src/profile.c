@@ -712,8 +712,10 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames,
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	memcpy(&p->loc_ids[p->n_loc_ids], ids, n_frames * sizeof(*ids));
-	memcpy(&p->labels[p->n_labels], lab, n_labels * sizeof(*lab));
+	if (n_frames)
+		memcpy(&p->loc_ids[p->n_loc_ids], ids, n_frames * sizeof(*ids));
+	if (n_labels)
+		memcpy(&p->labels[p->n_labels], lab, n_labels * sizeof(*lab));
 	p->samples[p->n_samples] = (struct sample){
 		.loc_start = (uint32_t)p->n_loc_ids,
 		.n_locs = (uint32_t)n_frames,

@@ -27,12 +27,12 @@
  *   | u32 pprof_len | pprof
  * The name is "<order as 20 digits>.spool" so that a directory listing sorts oldest first.
  */
-#define SPOOL_MAGIC "MLSP"
-#define SPOOL_VERSION 1
-#define SPOOL_HDR 16
-#define SPOOL_SUFFIX ".spool"
+#define SPOOL_MAGIC	  "MLSP"
+#define SPOOL_VERSION	  1
+#define SPOOL_HDR	  16
+#define SPOOL_SUFFIX	  ".spool"
 #define SPOOL_MAX_PAYLOAD (64u << 20) /* refuse to inflate anything larger */
-#define SPOOL_MAX_FILES 100000	      /* index bound, independent of the byte bound */
+#define SPOOL_MAX_FILES	  100000      /* index bound, independent of the byte bound */
 
 struct spool_entry {
 	uint64_t order;
@@ -117,7 +117,7 @@ static int append_entry(struct spool *s, uint64_t order, uint64_t size, time_t m
 		s->ent = ne;
 		s->cap = cap;
 	}
-	s->ent[s->n++] = (struct spool_entry){ .order = order, .size = size, .mtime = mtime };
+	s->ent[s->n++] = (struct spool_entry){.order = order, .size = size, .mtime = mtime};
 	s->st.files++;
 	s->st.bytes += size;
 	return 0;
@@ -155,7 +155,8 @@ static int scan(struct spool *s)
 		if (order >= s->next_order)
 			s->next_order = order + 1;
 	}
-	qsort(s->ent, s->n, sizeof(*s->ent), cmp_entry);
+	if (s->n)
+		qsort(s->ent, s->n, sizeof(*s->ent), cmp_entry);
 cleanup:
 	closedir(d);
 	return err;
@@ -226,7 +227,7 @@ struct buf {
 
 static void put(struct buf *b, const void *data, size_t len)
 {
-	if (b->err)
+	if (b->err || !len)
 		return;
 	if (b->len + len > b->cap) {
 		size_t cap = (b->len + len) * 2;
@@ -245,7 +246,7 @@ static void put(struct buf *b, const void *data, size_t len)
 
 static void put_u32(struct buf *b, uint32_t v)
 {
-	uint8_t x[4] = { v, v >> 8, v >> 16, v >> 24 };
+	uint8_t x[4] = {v, v >> 8, v >> 16, v >> 24};
 
 	put(b, x, 4);
 }
@@ -285,7 +286,7 @@ static int write_all(int fd, const void *p, size_t len)
 int spool__put(struct spool *s, uint64_t order, const struct export_item *it)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
-	struct buf pl = { 0 }, file = { 0 };
+	struct buf pl = {0}, file = {0};
 	size_t bound, zlen;
 	int fd = -1, err = 0, i;
 
@@ -311,7 +312,6 @@ int spool__put(struct spool *s, uint64_t order, const struct export_item *it)
 	put_u32(&file, (uint32_t)pl.len);
 	put_u32(&file, (uint32_t)crc32(0, pl.p, (uInt)pl.len));
 	bound = ZSTD_compressBound(pl.len);
-	put(&file, NULL, 0);
 	if (!file.err && file.cap < SPOOL_HDR + bound) {
 		uint8_t *np = realloc(file.p, SPOOL_HDR + bound);
 
@@ -400,7 +400,7 @@ static uint32_t get_u32(struct rd *r)
 	const uint8_t *p = take(r, 4);
 
 	return p ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-			   (uint32_t)p[3] << 24
+			       (uint32_t)p[3] << 24
 		 : 0;
 }
 
@@ -450,7 +450,7 @@ static int load(const char *path, uint64_t order, struct spool_record **out)
 	struct spool_record *r = NULL;
 	struct label_pair *labels = NULL;
 	uint8_t *raw = NULL, *pl = NULL, *pp = NULL;
-	struct rd rd = { 0 };
+	struct rd rd = {0};
 	struct stat stb;
 	uint32_t plen, crc, n, i, pprof_len;
 	size_t got;
@@ -476,7 +476,7 @@ static int load(const char *path, uint64_t order, struct spool_record **out)
 			goto cleanup;
 		}
 	}
-	rd = (struct rd){ .p = raw, .len = got };
+	rd = (struct rd){.p = raw, .len = got};
 	if (memcmp(take(&rd, 4), SPOOL_MAGIC, 4) || get_u32(&rd) != SPOOL_VERSION) {
 		err = -EBADMSG;
 		goto cleanup;
@@ -503,7 +503,7 @@ static int load(const char *path, uint64_t order, struct spool_record **out)
 		goto cleanup;
 	}
 	r->order = order;
-	rd = (struct rd){ .p = pl, .len = plen };
+	rd = (struct rd){.p = pl, .len = plen};
 	r->item.seq = get_u64(&rd);
 	r->item.start_ns = (int64_t)get_u64(&rd);
 	r->item.end_ns = (int64_t)get_u64(&rd);
@@ -581,8 +581,7 @@ int spool__remove(struct spool *s, uint64_t order)
 			/* rare: keep the array compact by swapping down */
 			struct spool_entry e = s->ent[i];
 
-			memmove(s->ent + s->head + 1, s->ent + s->head,
-				(i - s->head) * sizeof(e));
+			memmove(s->ent + s->head + 1, s->ent + s->head, (i - s->head) * sizeof(e));
 			s->ent[s->head] = e;
 		}
 		drop_head(s, false);

@@ -7,6 +7,7 @@ Answers every POST with the next entry of a script (status + JSON body), then 20
 Control endpoints (plain HTTP, loopback only):
   POST /_control/script   body: JSON list of [status, message] pairs (appended)
   POST /_control/reset    clears the script and the request log
+  GET  /_control/last_profile  raw profile bytes of the last push (or ingest body)
   GET  /_control/log      one line per request received:
       "<status> <path> org=<X-Scope-OrgID|-> auth=<Authorization|-> ua=<User-Agent>
        cpv=<Connect-Protocol-Version|-> labels=<k=v;...> name=<ingest name|->"
@@ -72,11 +73,24 @@ def push_labels(body):
     return labels, sizes
 
 
+def last_raw_profile(body):
+    """raw_profile bytes of the first sample of the first series of a PushRequest."""
+    for fn, _, series in _fields(body):
+        if fn == 1:
+            for sfn, _, v in _fields(series):
+                if sfn == 2:
+                    for rfn, _, raw in _fields(v):
+                        if rfn == 1:
+                            return bytes(raw)
+    return b""
+
+
 class FaultServer:
     def __init__(self, require_tenant=False):
         self.lock = threading.Lock()
         self.script = []
         self.log = []
+        self.last_profile = b""
         self.require_tenant = require_tenant
 
 
@@ -102,6 +116,14 @@ class Handler(BaseHTTPRequestHandler):
             with STATE.lock:
                 text = "".join(line + "\n" for line in STATE.log)
             self._reply(200, text, "text/plain")
+        elif self.path == "/_control/last_profile":
+            with STATE.lock:
+                data = STATE.last_profile
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
         elif self.path == "/ready":
             self._reply(200, "ready", "text/plain")
         else:
@@ -135,6 +157,9 @@ class Handler(BaseHTTPRequestHandler):
                     name = urllib.parse.parse_qs(url.query).get("name", ["-"])[0]
                 elif url.path.startswith("/push."):
                     labels, _ = push_labels(body)
+                    STATE.last_profile = last_raw_profile(body)
+                else:
+                    STATE.last_profile = body
             except (ValueError, IndexError, UnicodeDecodeError):
                 labels = ["<undecodable>"]
             STATE.log.append("%d %s org=%s auth=%s ua=%s cpv=%s labels=%s name=%s" % (

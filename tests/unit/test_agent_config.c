@@ -38,8 +38,8 @@ static void test_defaults(void)
 {
 	struct agent_config c;
 	char err[512];
-	char *argv[] = { "agent", NULL };
-	char *envp[] = { NULL };
+	char *argv[] = {"agent", NULL};
+	char *envp[] = {NULL};
 
 	CHECK_INT(load(&c, argv, envp, err), 0);
 	CHECK_INT(c.freq_hz, 19);
@@ -73,8 +73,8 @@ static void test_precedence(void)
 
 	/* file only */
 	{
-		char *argv[] = { "agent", NULL };
-		char *envp[] = { envcfg, NULL };
+		char *argv[] = {"agent", NULL};
+		char *envp[] = {envcfg, NULL};
 		CHECK_INT(load(&c, argv, envp, err), 0);
 		CHECK_INT(c.upload_interval_s, 30);
 		CHECK_INT(c.freq_hz, 49);
@@ -87,9 +87,13 @@ static void test_precedence(void)
 	}
 	/* env over file; list from env replaces the file's list */
 	{
-		char *argv[] = { "agent", NULL };
-		char *envp[] = { envcfg, "MLPROF_UPLOAD_INTERVAL=20", "MLPROF_URL=https://env:443",
-				 "MLPROF_LABEL=a=1, b=2", "OTHER=1", NULL };
+		char *argv[] = {"agent", NULL};
+		char *envp[] = {envcfg,
+				"MLPROF_UPLOAD_INTERVAL=20",
+				"MLPROF_URL=https://env:443",
+				"MLPROF_LABEL=a=1, b=2",
+				"OTHER=1",
+				NULL};
 		CHECK_INT(load(&c, argv, envp, err), 0);
 		CHECK_INT(c.upload_interval_s, 20);
 		CHECK_INT(c.freq_hz, 49);
@@ -104,9 +108,9 @@ static void test_precedence(void)
 		const char *p2 = write_file("b.conf", "frequency = 97\n");
 		char p2c[512];
 		snprintf(p2c, sizeof(p2c), "%s", p2);
-		char *argv[] = { "agent", "--upload-interval", "5", "--label=x=y", "--config", p2c,
-				 "--ml-only=false", NULL };
-		char *envp[] = { envcfg, "MLPROF_UPLOAD_INTERVAL=20", "MLPROF_LABEL=a=1", NULL };
+		char *argv[] = {"agent", "--upload-interval", "5", "--label=x=y", "--config",
+				p2c,	 "--ml-only=false",   NULL};
+		char *envp[] = {envcfg, "MLPROF_UPLOAD_INTERVAL=20", "MLPROF_LABEL=a=1", NULL};
 		CHECK_INT(load(&c, argv, envp, err), 0);
 		CHECK_INT(c.upload_interval_s, 5);
 		CHECK_INT(c.freq_hz, 97); /* from b.conf, a.conf not read */
@@ -123,11 +127,27 @@ static void test_values(void)
 {
 	struct agent_config c;
 	char err[512];
-	char *argv[] = { "agent", "--output-max-bytes", "2G", "--connect-timeout", "1.5",
-			 "--timeout", "750ms", "--pid", "12", "--pid=34", "--ml-only",
-			 "--header", "X-A: 1", "--metrics-addr", "[::1]:9100", "--api", "ingest",
-			 "--url", "http://127.0.0.1:4040", NULL };
-	char *envp[] = { "MLPROF_BEARER_TOKEN=sekret", NULL };
+	char *argv[] = {"agent",
+			"--output-max-bytes",
+			"2G",
+			"--connect-timeout",
+			"1.5",
+			"--timeout",
+			"750ms",
+			"--pid",
+			"12",
+			"--pid=34",
+			"--ml-only",
+			"--header",
+			"X-A: 1",
+			"--metrics-addr",
+			"[::1]:9100",
+			"--api",
+			"ingest",
+			"--url",
+			"http://127.0.0.1:4040",
+			NULL};
+	char *envp[] = {"MLPROF_BEARER_TOKEN=sekret", NULL};
 
 	CHECK_INT(load(&c, argv, envp, err), 0);
 	CHECK_INT(c.output_max_bytes, 2ull << 30);
@@ -147,9 +167,11 @@ static void test_secret_file(void)
 	struct agent_config c;
 	char err[512], pf[512];
 	snprintf(pf, sizeof(pf), "%s", write_file("pw", "tok-123\n"));
-	char *argv[] = { "agent", "--url", "https://x", "--basic-auth-user", "42",
-			 "--basic-auth-password-file", pf, NULL };
-	char *envp[] = { "MLPROF_BASIC_AUTH_PASSWORD=from-env", NULL };
+	char *argv[] = {"agent",     "--url",
+			"https://x", "--basic-auth-user",
+			"42",	     "--basic-auth-password-file",
+			pf,	     NULL};
+	char *envp[] = {"MLPROF_BASIC_AUTH_PASSWORD=from-env", NULL};
 
 	CHECK_INT(load(&c, argv, envp, err), 0);
 	CHECK_STR(c.basic_auth_user, "42");
@@ -172,46 +194,48 @@ static void expect_error(char **argv, char **envp, const char *needle)
 
 static void test_errors(void)
 {
-	char *env0[] = { NULL };
+	char *env0[] = {NULL};
 	char cfgenv[700], badcfg[600];
 
-	expect_error((char *[]){ "agent", "--upload-interval", "abc", NULL }, env0,
+	expect_error((char *[]){"agent", "--upload-interval", "abc", NULL}, env0,
 		     "invalid --upload-interval 'abc'");
-	expect_error((char *[]){ "agent", "--upload-interval", "0", NULL }, env0,
-		     "from 1 to 3600");
-	expect_error((char *[]){ "agent", "--frequency", NULL }, env0, "needs a value");
-	expect_error((char *[]){ "agent", "--bogus", NULL }, env0, "unknown option '--bogus'");
-	expect_error((char *[]){ "agent", "stray", NULL }, env0, "unexpected argument 'stray'");
-	expect_error((char *[]){ "agent", "--url", "ftp://x", NULL }, env0, "invalid --url");
-	expect_error((char *[]){ "agent", "--api", "grpc", NULL }, env0, "invalid --api 'grpc'");
-	expect_error((char *[]){ "agent", "--label", "1bad=x", NULL }, env0, "invalid --label");
-	expect_error((char *[]){ "agent", "--process-regex", "a(", NULL }, env0,
+	expect_error((char *[]){"agent", "--upload-interval", "0", NULL}, env0, "from 1 to 3600");
+	expect_error((char *[]){"agent", "--frequency", NULL}, env0, "needs a value");
+	expect_error((char *[]){"agent", "--bogus", NULL}, env0, "unknown option '--bogus'");
+	expect_error((char *[]){"agent", "stray", NULL}, env0, "unexpected argument 'stray'");
+	expect_error((char *[]){"agent", "--url", "ftp://x", NULL}, env0, "invalid --url");
+	expect_error((char *[]){"agent", "--api", "grpc", NULL}, env0, "invalid --api 'grpc'");
+	expect_error((char *[]){"agent", "--label", "1bad=x", NULL}, env0, "invalid --label");
+	expect_error((char *[]){"agent", "--process-regex", "a(", NULL}, env0,
 		     "invalid --process-regex");
-	expect_error((char *[]){ "agent", "--pid", "12x", NULL }, env0, "invalid --pid '12x'");
-	expect_error((char *[]){ "agent", "--kernel-frames=maybe", NULL }, env0,
+	expect_error((char *[]){"agent", "--pid", "12x", NULL}, env0, "invalid --pid '12x'");
+	expect_error((char *[]){"agent", "--kernel-frames=maybe", NULL}, env0,
 		     "expected true or false");
-	expect_error((char *[]){ "agent", "--metrics-addr", "nope", NULL }, env0,
+	expect_error((char *[]){"agent", "--metrics-addr", "nope", NULL}, env0,
 		     "invalid --metrics-addr");
-	expect_error((char *[]){ "agent", "--service-rule", "proc=x", NULL }, env0,
+	expect_error((char *[]){"agent", "--service-rule", "proc=x", NULL}, env0,
 		     "invalid --service-rule");
-	expect_error((char *[]){ "agent", "--header", "NoColon", NULL }, env0, "invalid --header");
-	expect_error((char *[]){ "agent", "--url", "https://x", "--basic-auth-user", "u", NULL },
+	expect_error((char *[]){"agent", "--header", "NoColon", NULL}, env0, "invalid --header");
+	expect_error((char *[]){"agent", "--url", "https://x", "--basic-auth-user", "u", NULL},
 		     env0, "--basic-auth-user needs");
-	expect_error((char *[]){ "agent", "--basic-auth-password", "x", NULL }, env0,
+	expect_error((char *[]){"agent", "--basic-auth-password", "x", NULL}, env0,
 		     "unknown option '--basic-auth-password'");
-	expect_error((char *[]){ "agent", "--spool-max-bytes", "12Q", NULL }, env0,
+	expect_error((char *[]){"agent", "--spool-max-bytes", "12Q", NULL}, env0,
 		     "invalid --spool-max-bytes");
-	expect_error((char *[]){ "agent", NULL }, (char *[]){ "MLPROF_FREQUENCY=0", NULL },
+	expect_error((char *[]){"agent", NULL}, (char *[]){"MLPROF_FREQUENCY=0", NULL},
 		     "invalid MLPROF_FREQUENCY '0'");
 	snprintf(badcfg, sizeof(badcfg), "%s", write_file("bad.conf", "\nfrequency = 19\nnope\n"));
 	snprintf(cfgenv, sizeof(cfgenv), "MLPROF_CONFIG=%s", badcfg);
-	expect_error((char *[]){ "agent", NULL }, (char *[]){ cfgenv, NULL },
+	expect_error((char *[]){"agent", NULL}, (char *[]){cfgenv, NULL},
 		     "bad.conf:3: expected 'key = value'");
 	write_file("bad2.conf", "colour = blue\n");
 	snprintf(cfgenv, sizeof(cfgenv), "MLPROF_CONFIG=%s/bad2.conf", tmpdir);
-	expect_error((char *[]){ "agent", NULL }, (char *[]){ cfgenv, NULL },
+	expect_error((char *[]){"agent", NULL}, (char *[]){cfgenv, NULL},
 		     "bad2.conf:1: unknown key 'colour'");
-	expect_error((char *[]){ "agent", "--config", "/nonexistent/x.conf", NULL }, env0,
+	expect_error((char *[]){"agent", "--k8s", "on", NULL}, env0,
+		     "--k8s=on needs the node name");
+	expect_error((char *[]){"agent", "--k8s", "maybe", NULL}, env0, "invalid --k8s 'maybe'");
+	expect_error((char *[]){"agent", "--config", "/nonexistent/x.conf", NULL}, env0,
 		     "cannot open config file /nonexistent/x.conf");
 }
 
@@ -242,14 +266,13 @@ static void test_help_and_dump(void)
 	CHECK(strstr(buf, "[default: 15]") != NULL, "usage lacks defaults");
 	free(buf);
 
-	CHECK_INT(load(&c, (char *[]){ "agent", "--help", "--bogus", NULL }, (char *[]){ NULL },
-		       err),
+	CHECK_INT(load(&c, (char *[]){"agent", "--help", "--bogus", NULL}, (char *[]){NULL}, err),
 		  0);
 	CHECK_INT(c.help, 1);
 	agent_config__free(&c);
 
-	CHECK_INT(load(&c, (char *[]){ "agent", "--label", "a=1", "--label", "b=2", NULL },
-		       (char *[]){ "MLPROF_BEARER_TOKEN=x", NULL }, err),
+	CHECK_INT(load(&c, (char *[]){"agent", "--label", "a=1", "--label", "b=2", NULL},
+		       (char *[]){"MLPROF_BEARER_TOKEN=x", NULL}, err),
 		  0);
 	agent_config__for_each(&c, count_cb, &n);
 	CHECK(n > 30, "only %d options", n);

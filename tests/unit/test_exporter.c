@@ -12,13 +12,16 @@
 #include <curl/curl.h>
 
 #include "check.h"
+#include <zlib.h>
+
 #include "exporter.h"
+#include "profile.pb-c.h"
 
 static char tmpdir[256];
 
 static void msleep(unsigned int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 
 	nanosleep(&ts, NULL);
 }
@@ -87,7 +90,7 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ctx)
 /* GET or POST (body != NULL) on the control API; returns malloc'd body or NULL. */
 static char *control(int port, const char *path, const char *body)
 {
-	struct buf b = { NULL, 0 };
+	struct buf b = {NULL, 0};
 	char url[256];
 	CURL *c = curl_easy_init();
 
@@ -116,16 +119,18 @@ static int count_lines(const char *s, const char *needle)
 	return n;
 }
 
-static const uint8_t fake_pprof[] = { 0x0a, 0x04, 0x08, 0x01, 0x10, 0x02 };
+static const uint8_t fake_pprof[] = {0x0a, 0x04, 0x08, 0x01, 0x10, 0x02};
 
 static int submit(struct exporter *e, int window)
 {
 	char w[16];
 	struct label_pair l[3] = {
-		{ "__name__", "process_cpu" }, { "service_name", "svc" }, { "window", w }
-	};
-	struct export_item it = { .labels = l, .n_labels = 3, .pprof = fake_pprof,
-				  .pprof_len = sizeof(fake_pprof), .seq = (uint64_t)window };
+		{"__name__", "process_cpu"}, {"service_name", "svc"}, {"window", w}};
+	struct export_item it = {.labels = l,
+				 .n_labels = 3,
+				 .pprof = fake_pprof,
+				 .pprof_len = sizeof(fake_pprof),
+				 .seq = (uint64_t)window};
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -138,9 +143,16 @@ static int submit(struct exporter *e, int window)
 static struct exporter_config base_cfg(char *url, size_t len, int port, const char *spool)
 {
 	struct exporter_config c = {
-		.kind = EXPORTER_PUSH, .url = url, .connect_timeout_ms = 500, .timeout_ms = 2000,
-		.max_retries = 3, .backoff_min_ms = 5, .backoff_max_ms = 40,
-		.spool_dir = spool, .spool_max_bytes = 1 << 20, .queue_max_bytes = 1 << 20,
+		.kind = EXPORTER_PUSH,
+		.url = url,
+		.connect_timeout_ms = 500,
+		.timeout_ms = 2000,
+		.max_retries = 3,
+		.backoff_min_ms = 5,
+		.backoff_max_ms = 40,
+		.spool_dir = spool,
+		.spool_max_bytes = 1 << 20,
+		.queue_max_bytes = 1 << 20,
 	};
 
 	snprintf(url, len, "http://127.0.0.1:%d/", port);
@@ -388,8 +400,7 @@ static void test_ingest(void)
 	submit(e, 7);
 	exporter__flush(e, 5000);
 	log = control(port, "/_control/log", NULL);
-	CHECK(strstr(log, "200 /ingest") && strstr(log, "name=svc{window=7}"), "ingest: %s",
-	      log);
+	CHECK(strstr(log, "200 /ingest") && strstr(log, "name=svc{window=7}"), "ingest: %s", log);
 	free(log);
 	exporter__free(e);
 out:
@@ -399,7 +410,7 @@ out:
 static void test_file(void)
 {
 	char dir[300], url[8];
-	struct exporter_config c = { .kind = EXPORTER_FILE, .out_dir = dir, .out_max_bytes = 100 };
+	struct exporter_config c = {.kind = EXPORTER_FILE, .out_dir = dir, .out_max_bytes = 100};
 	struct exporter_stats st;
 	struct exporter *e;
 	char cmd[400];
@@ -429,6 +440,144 @@ static void test_file(void)
 	exporter__free(e);
 }
 
+/* Fetches the last pushed raw profile and decodes it (gunzip + unpack). */
+static Perftools__Profiles__Profile *last_profile(int port)
+{
+	struct buf b = {NULL, 0};
+	char url[128];
+	CURL *c = curl_easy_init();
+	uint8_t *out = malloc(32 << 20);
+	uLongf out_len = 32 << 20;
+	Perftools__Profiles__Profile *p = NULL;
+	z_stream zs = {0};
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/_control/last_profile", port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	if (curl_easy_perform(c) == CURLE_OK && b.p && out &&
+	    inflateInit2(&zs, 16 + MAX_WBITS) == Z_OK) {
+		zs.next_in = (Bytef *)b.p;
+		zs.avail_in = (uInt)b.len;
+		zs.next_out = out;
+		zs.avail_out = (uInt)out_len;
+		if (inflate(&zs, Z_FINISH) == Z_STREAM_END)
+			p = perftools__profiles__profile__unpack(NULL, zs.total_out, out);
+		inflateEnd(&zs);
+	}
+	curl_easy_cleanup(c);
+	free(b.p);
+	free(out);
+	return p;
+}
+
+/* 20000 distinct samples (over Pyroscope's 16000): trimmed, totals kept. */
+static void test_trim(void)
+{
+	enum { N = 20000 };
+	int port = 0;
+	pid_t srv = start_server(&port, false);
+	char url[128];
+	struct exporter_config c = base_cfg(url, sizeof(url), port, NULL);
+	Perftools__Profiles__Profile pp = PERFTOOLS__PROFILES__PROFILE__INIT, *got;
+	Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT, *vtp = &vt;
+	Perftools__Profiles__Sample *samples = calloc(N, sizeof(*samples)), **sp;
+	Perftools__Profiles__Location *locs = calloc(N, sizeof(*locs)), **lp;
+	Perftools__Profiles__Function *fns = calloc(N, sizeof(*fns)), **fp;
+	Perftools__Profiles__Line *lines = calloc(N, sizeof(*lines)), **lnp;
+	uint64_t *ids = calloc(N, sizeof(*ids));
+	int64_t *vals = calloc(N, sizeof(*vals)), total = 0, got_total = 0;
+	char **strs = calloc(N + 3, sizeof(*strs));
+	struct label_pair l[2] = {{"__name__", "process_cpu"}, {"service_name", "svc"}};
+	struct export_item it = {.labels = l, .n_labels = 2};
+	struct exporter_stats st;
+	struct exporter *e;
+	uint8_t *packed;
+	size_t i;
+	bool found = false;
+
+	sp = calloc(N, sizeof(*sp));
+	lp = calloc(N, sizeof(*lp));
+	fp = calloc(N, sizeof(*fp));
+	lnp = calloc(N, sizeof(*lnp));
+	strs[0] = "";
+	strs[1] = "cpu";
+	strs[2] = "nanoseconds";
+	vt.type = 1;
+	vt.unit = 2;
+	for (i = 0; i < N; i++) {
+		char *name = malloc(32);
+
+		snprintf(name, 32, "func_%zu", i);
+		strs[3 + i] = name;
+		perftools__profiles__function__init(&fns[i]);
+		fns[i].id = i + 1;
+		fns[i].name = (int64_t)(3 + i);
+		perftools__profiles__line__init(&lines[i]);
+		lines[i].function_id = i + 1;
+		lnp[i] = &lines[i];
+		perftools__profiles__location__init(&locs[i]);
+		locs[i].id = i + 1;
+		locs[i].n_line = 1;
+		locs[i].line = &lnp[i];
+		perftools__profiles__sample__init(&samples[i]);
+		ids[i] = i + 1;
+		vals[i] = (int64_t)(i + 1) * 1000;
+		total += vals[i];
+		samples[i].n_location_id = 1;
+		samples[i].location_id = &ids[i];
+		samples[i].n_value = 1;
+		samples[i].value = &vals[i];
+		sp[i] = &samples[i];
+		lp[i] = &locs[i];
+		fp[i] = &fns[i];
+	}
+	pp.n_sample_type = 1;
+	pp.sample_type = &vtp;
+	pp.n_sample = N;
+	pp.sample = sp;
+	pp.n_location = N;
+	pp.location = lp;
+	pp.n_function = N;
+	pp.function = fp;
+	pp.n_string_table = N + 3;
+	pp.string_table = strs;
+	it.pprof_len = perftools__profiles__profile__get_packed_size(&pp);
+	packed = malloc(it.pprof_len);
+	perftools__profiles__profile__pack(&pp, packed);
+	it.pprof = packed;
+
+	e = exporter__new(&c);
+	if (!e)
+		goto out;
+	CHECK_INT(exporter__submit(e, &it), 0);
+	exporter__flush(e, 10000);
+	exporter__stats(e, &st);
+	CHECK_INT(st.trimmed, 1);
+	CHECK_INT(st.pushed, 1);
+	got = last_profile(port);
+	CHECK(got != NULL, "cannot decode the pushed profile");
+	if (got) {
+		CHECK_INT(got->n_sample, 16000);
+		for (i = 0; i < got->n_sample; i++)
+			got_total += got->sample[i]->value[0];
+		CHECK_INT(got_total, total);
+		for (i = 0; i < got->n_string_table; i++)
+			if (!strcmp(got->string_table[i], "[trimmed: 4001 samples]"))
+				found = true;
+		CHECK(found, "no [trimmed: 4001 samples] frame");
+		CHECK(got->n_location <= 16000, "locations not pruned: %zu", got->n_location);
+		perftools__profiles__profile__free_unpacked(got, NULL);
+	}
+	exporter__free(e);
+out:
+	stop_server(srv);
+	for (i = 0; i < N; i++)
+		free(strs[3 + i]);
+	free(strs), free(sp), free(lp), free(fp), free(lnp), free(samples), free(locs);
+	free(fns), free(lines), free(ids), free(vals), free(packed);
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -442,6 +591,7 @@ int main(void)
 	test_down_then_up();
 	test_ingest();
 	test_file();
+	test_trim();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
 		fprintf(stderr, "cannot clean %s\n", tmpdir);

@@ -45,8 +45,9 @@ static void test_service_names(void)
 	CHECK_STR(svc(CMD("python3\0train.py\0--lr\0001e-4\0")), "train");
 	CHECK_STR(svc(CMD("/usr/bin/python3.11\0-u\0/srv/jobs/train.py\0")), "train");
 	CHECK_STR(svc(CMD("python\0-W\0ignore\0-X\0dev\0serve.py\0")), "serve");
-	CHECK_STR(svc(CMD("/usr/bin/python3\0-m\0vllm.entrypoints.openai.api_server\0--model\0x\0")),
-		  "vllm.entrypoints.openai.api_server");
+	CHECK_STR(
+		svc(CMD("/usr/bin/python3\0-m\0vllm.entrypoints.openai.api_server\0--model\0x\0")),
+		"vllm.entrypoints.openai.api_server");
 	CHECK_STR(svc(CMD("python3\0-mhttp.server\0")), "http.server");
 	CHECK_STR(svc(CMD("torchrun\0--nproc_per_node\0008\0--master-port\00029500\0train.py\0")),
 		  "train");
@@ -66,7 +67,7 @@ static void test_service_names(void)
 	CHECK_STR(svc(CMD("./build/agent_workload\0")), "agent_workload");
 	CHECK_STR(svc(CMD("postgres: checkpointer\0")), "postgres");
 	CHECK_STR(svc("", 0), "comm");
-	CHECK_STR(labels__service_from_cmdline("", 0, NULL, (char[32]){ 0 }, 32), "unknown");
+	CHECK_STR(labels__service_from_cmdline("", 0, NULL, (char[32]){0}, 32), "unknown");
 	/* garbage never crashes and still yields something */
 	CHECK(svc(CMD("\0\0\0-m\0")) != NULL, "garbage");
 	CHECK_STR(svc(CMD("python\0-m\0")), "python");
@@ -149,8 +150,9 @@ static void test_ml_env(void)
 	static const char env[] = "PATH=/usr/bin\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=16\0"
 				  "CUDA_VISIBLE_DEVICES=0,1\0SLURM_JOB_ID=998877\0"
 				  "RANKX=no\0MY_JOB=a\nb\0TORCHELASTIC_RUN_ID=none\0RANK=4";
-	const char *names[] = { "RANK", "LOCAL_RANK", "WORLD_SIZE", "CUDA_VISIBLE_DEVICES",
-				"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "MY_JOB", "ABSENT" };
+	const char *names[] = {
+		"RANK",		"LOCAL_RANK",	       "WORLD_SIZE", "CUDA_VISIBLE_DEVICES",
+		"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "MY_JOB",     "ABSENT"};
 	struct label_pair out[16];
 	char buf[1024];
 	int n = labels__ml_from_environ(env, sizeof(env) - 1, names, 8, out, 16, buf, sizeof(buf));
@@ -168,8 +170,7 @@ static void test_ml_env(void)
 	CHECK_STR(out[5].name, "torchelastic_run_id");
 	CHECK_STR(out[6].name, "my_job");
 	CHECK_STR(out[6].value, "a_b");
-	CHECK_INT(labels__ml_from_environ(env, sizeof(env) - 1, names, 8, out, 2, buf,
-					  sizeof(buf)),
+	CHECK_INT(labels__ml_from_environ(env, sizeof(env) - 1, names, 8, out, 2, buf, sizeof(buf)),
 		  2);
 	CHECK_INT(labels__ml_from_environ("", 0, names, 8, out, 16, buf, sizeof(buf)), 0);
 	/* no room in buf: stops cleanly */
@@ -206,7 +207,8 @@ static const char pods_json[] =
 	"\"uid\":\"1a2b3c4d-0000-1111-2222-333344445555\",\"labels\":{\"app\":\"t\"}},"
 	"\"spec\":{\"nodeName\":\"gpu-1\",\"containers\":[{\"name\":\"trainer\"}]},"
 	"\"status\":{\"phase\":\"Running\",\"initContainerStatuses\":[{\"name\":\"init\","
-	"\"containerID\":\"containerd://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	"\"containerID\":\"containerd://"
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	"aaaa\"}],\"containerStatuses\":[{\"name\":\"trainer\",\"ready\":true,\"restartCount\":0,"
 	"\"containerID\":\"containerd://3f6b9a1c2d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5"
 	"c6d7e8\"},{\"name\":\"sidecar\",\"containerID\":\"cri-o://BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"
@@ -240,7 +242,8 @@ static void test_pods(void)
 	CHECK(c && !strcmp(c->pod, "n\xc3\xa9t\"q\""), "escaped pod name");
 	c = k8s_pods__find(p, "aaaaaaaaaaaa"); /* short id prefix */
 	CHECK(c && !strcmp(c->name, "init"), "init container by prefix");
-	CHECK(k8s_pods__find(p, "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd") ==
+	CHECK(k8s_pods__find(p,
+			     "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd") ==
 		      NULL,
 	      "unknown id found");
 	c = k8s_pods__find_pod(p, "1a2b3c4d_0000_1111_2222_333344445555");
@@ -254,9 +257,14 @@ static void test_pods(void)
 		k8s_pods__free(p);
 	}
 	{
-		static const char *bad[] = { "", "{", "[]", "{\"items\":{}}", "{\"items\":[}",
-					     "{\"items\":[\"\\uZZZZ\"]}", "{\"items\":[]} x",
-					     "{\"items\":[\"a\x01\"]}" };
+		static const char *bad[] = {"",
+					    "{",
+					    "[]",
+					    "{\"items\":{}}",
+					    "{\"items\":[}",
+					    "{\"items\":[\"\\uZZZZ\"]}",
+					    "{\"items\":[]} x",
+					    "{\"items\":[\"a\x01\"]}"};
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			p = k8s_pods__parse(bad[i], strlen(bad[i]));
 			CHECK(p == NULL, "bad document %zu accepted", i);
@@ -324,16 +332,28 @@ static void test_labeler(void)
 	const struct series_labels *sl;
 	struct labeler_stats st;
 	char err[512];
-	char *argv[] = { "agent",   "--hostname",	 "host-1",    "--label",
-			 "team=ml", "--label",		 "hostname=override", "--ml-env",
-			 "MY_JOB",  "--label-cache-size", "16",	      "--k8s",
-			 "off",	    "--service-rule",	 "process:serve\\.py=inference", NULL };
+	char *argv[] = {"agent",
+			"--hostname",
+			"host-1",
+			"--label",
+			"team=ml",
+			"--label",
+			"hostname=override",
+			"--ml-env",
+			"MY_JOB",
+			"--label-cache-size",
+			"16",
+			"--k8s",
+			"off",
+			"--service-rule",
+			"process:serve\\.py=inference",
+			NULL};
 
 	if (!mkdtemp(root)) {
 		CHECK(0, "mkdtemp");
 		return;
 	}
-	CHECK_INT(agent_config__load(&cfg, 15, argv, (char *[]){ NULL }, err, sizeof(err)), 0);
+	CHECK_INT(agent_config__load(&cfg, 15, argv, (char *[]){NULL}, err, sizeof(err)), 0);
 	fake_proc(100, "python3", 5000, CMD("python3\0train.py\0"),
 		  CMD("RANK=2\0WORLD_SIZE=8\0MY_JOB=j1\0"), "0::/system.slice/job.service\n");
 	fake_proc(101, "python3", 5001, CMD("python3\0serve.py\0"), CMD(""),
@@ -389,8 +409,8 @@ static void test_labeler(void)
 	/* reconfigure: filters apply, the cache is dropped */
 	agent_config__free(&cfg);
 	{
-		char *argv2[] = { "agent", "--process-regex", "serve", "--k8s", "off", NULL };
-		CHECK_INT(agent_config__load(&cfg, 5, argv2, (char *[]){ NULL }, err, sizeof(err)),
+		char *argv2[] = {"agent", "--process-regex", "serve", "--k8s", "off", NULL};
+		CHECK_INT(agent_config__load(&cfg, 5, argv2, (char *[]){NULL}, err, sizeof(err)),
 			  0);
 	}
 	CHECK_INT(labeler__reconfigure(l, &cfg), 0);
@@ -403,9 +423,9 @@ static void test_labeler(void)
 
 	agent_config__free(&cfg);
 	{
-		char *argv3[] = { "agent", "--cgroup", "3f6b9a1c", "--ml-only", "--k8s", "off",
-				  NULL };
-		CHECK_INT(agent_config__load(&cfg, 6, argv3, (char *[]){ NULL }, err, sizeof(err)),
+		char *argv3[] = {"agent", "--cgroup", "3f6b9a1c", "--ml-only",
+				 "--k8s", "off",      NULL};
+		CHECK_INT(agent_config__load(&cfg, 6, argv3, (char *[]){NULL}, err, sizeof(err)),
 			  0);
 	}
 	CHECK_INT(labeler__reconfigure(l, &cfg), 0);

@@ -17,13 +17,17 @@ static char dir[256];
 static struct export_item make_item(uint64_t seq, uint8_t *pprof, size_t len, char *w)
 {
 	static struct label_pair l[2];
-	struct export_item it = { .labels = l, .n_labels = 2, .pprof = pprof, .pprof_len = len,
-				  .start_ns = 1000 + (int64_t)seq, .end_ns = 2000 + (int64_t)seq,
-				  .seq = seq };
+	struct export_item it = {.labels = l,
+				 .n_labels = 2,
+				 .pprof = pprof,
+				 .pprof_len = len,
+				 .start_ns = 1000 + (int64_t)seq,
+				 .end_ns = 2000 + (int64_t)seq,
+				 .seq = seq};
 	size_t i;
 
-	l[0] = (struct label_pair){ "service_name", "svc" };
-	l[1] = (struct label_pair){ "window", w };
+	l[0] = (struct label_pair){"service_name", "svc"};
+	l[1] = (struct label_pair){"window", w};
 	snprintf(w, 16, "%llu", (unsigned long long)seq);
 	for (i = 0; i < len; i++)
 		pprof[i] = (uint8_t)(seq * 7 + i);
@@ -98,7 +102,7 @@ static void test_bounds(void)
 	struct spool_stats st;
 	uint8_t pp[4000];
 	char w[16], path[512];
-	struct timeval old[2] = { { 1000, 0 }, { 1000, 0 } };
+	struct timeval old[2] = {{1000, 0}, {1000, 0}};
 	uint64_t i, first_size;
 
 	/* bytes: incompressible-ish 4000-byte items, bound ~3 files */
