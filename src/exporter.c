@@ -128,7 +128,8 @@ static void server_message(const char *body, char *out, size_t len)
 		out[i] = 0;
 		return;
 	}
-	snprintf(out, len, "%s", body);
+	if (snprintf(out, len, "%s", body) >= (int)len)
+		pr_debug("server message truncated to %zu bytes", len - 1);
 	for (i = 0; out[i]; i++)
 		if (out[i] == '\n' || out[i] == '\r')
 			out[i] = ' ';

@@ -20,13 +20,13 @@
  * FG_MAX_NODES nodes are emitted: the smallest are cut (their time stays in their parent,
  * shown as self time) and the page says so.
  */
-#define FG_MAX_NODES 200000
-#define NAME_LEN 1024
-#define SVG_WIDTH 1200
-#define SVG_ROW 16
-#define SVG_FONT 12
-#define SVG_PAD_TOP 56
-#define SVG_PAD_SIDE 10
+#define FG_MAX_NODES   200000
+#define NAME_LEN       1024
+#define SVG_WIDTH      1200
+#define SVG_ROW	       16
+#define SVG_FONT       12
+#define SVG_PAD_TOP    56
+#define SVG_PAD_SIDE   10
 #define SVG_PAD_BOTTOM 24
 
 struct node {
@@ -91,7 +91,8 @@ static int name_intern(struct tree *t, const char *s, uint32_t *out)
 		if (!slots)
 			return -ENOMEM;
 		for (size_t i = 0; i < t->n_names; i++) {
-			for (j = hash_bytes(t->names[i]) & (ns - 1); slots[j]; j = (j + 1) & (ns - 1))
+			for (j = hash_bytes(t->names[i]) & (ns - 1); slots[j];
+			     j = (j + 1) & (ns - 1))
 				;
 			slots[j] = (uint32_t)i + 1;
 		}
@@ -287,7 +288,7 @@ static int tree_build(struct tree *t, const struct profile *p, int vi)
 	err = grow_nodes(t);
 	if (err)
 		return err;
-	t->nodes[0] = (struct node){ .kind = ROOT_KIND };
+	t->nodes[0] = (struct node){.kind = ROOT_KIND};
 	err = name_intern(t, "all", &t->nodes[0].name);
 	if (err)
 		return err;
@@ -484,7 +485,8 @@ static const char html_style[] =
 	"*{box-sizing:border-box}\n"
 	"html,body{margin:0;background:var(--bg);color:var(--fg);"
 	"font:13px/1.4 -apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif}\n"
-	"header{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid var(--line);"
+	"header{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid "
+	"var(--line);"
 	"padding:10px 16px;display:flex;align-items:center;gap:16px;flex-wrap:wrap}\n"
 	"header h1{font-size:16px;margin:0;font-weight:600;white-space:nowrap;overflow:hidden;"
 	"text-overflow:ellipsis;max-width:45vw}\n"
@@ -501,7 +503,8 @@ static const char html_style[] =
 	"align-items:center;flex-wrap:wrap;border-bottom:1px solid var(--line);background:#fff}\n"
 	".sw{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:4px;"
 	"vertical-align:-1px;border:1px solid rgba(0,0,0,.15)}\n"
-	"#crumbs{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--fg)}\n"
+	"#crumbs{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--fg)}"
+	"\n"
 	".note{color:#9a6700}\n"
 	"#wrap{padding:8px 16px 24px}\n"
 	"canvas{display:block;width:100%;cursor:pointer}\n"
@@ -537,13 +540,15 @@ static const char html_script[] =
 	"function rgb(r,g,b){return 'rgb('+(r|0)+','+(g|0)+','+(b|0)+')';}\n"
 	"function color(n){var v=hash(n.n),w=hash(n.n+'~');switch(n.k){\n"
 	"case -1:return rgb(190,190,200);\n"
-	"case 1:return rgb(215+35*v,125+60*w,30+30*v);\n"
+	"case 1:return rgb(230+20*v,190+35*w,60+40*v);\n"
 	"case 2:return rgb(70+60*v,185+50*w,95+50*v);\n"
-	"case 3:return rgb(150+50*v,110+40*w,225+30*v);\n"
+	"case 3:return rgb(95+40*v,125+40*w,225+30*v);\n"
 	"case 4:return rgb(165+25*v,165+25*v,165+25*v);\n"
-	"case 5:return rgb(90+40*v,165+40*w,215+30*v);\n"
-	"default:return rgb(225+30*v,60+150*w,40+25*v);}}\n"
-	"var cv=document.getElementById('fg'),cx=cv.getContext('2d'),tip=document.getElementById('tip');\n"
+	"case 5:return rgb(175+25*v,165+25*w,145+20*v);\n"
+	"default:return rgb(225+30*v,75+85*w,45+25*v);}}\n"
+	"var "
+	"cv=document.getElementById('fg'),cx=cv.getContext('2d'),tip=document.getElementById('tip')"
+	";\n"
 	"var zoom=0,hover=-1,rows=[],W=0,searchRe=null;\n"
 	"function fmt(v){var u=M.unit;if(u==='nanoseconds'){var s=v/1e9;"
 	"if(s>=1)return s.toFixed(s>=100?0:2)+' s';if(s>=1e-3)return (v/1e6).toFixed(2)+' ms';"
@@ -577,38 +582,53 @@ static const char html_script[] =
 	"function crumbs(){var c=document.getElementById('crumbs'),z=N[zoom];"
 	"document.getElementById('reset').disabled=zoom===0;"
 	"c.textContent=zoom===0?'':'Zoomed: '+z.n+' \\u2014 '+fmt(z.v)+' ('+pct(z.v,total)+')';}\n"
-	"cv.addEventListener('mousemove',function(ev){var i=hit(ev);if(i!==hover){hover=i;render();}"
+	"cv.addEventListener('mousemove',function(ev){var "
+	"i=hit(ev);if(i!==hover){hover=i;render();}"
 	"if(i<0){tip.style.display='none';return;}var n=N[i],self=n.v;"
 	"for(var j=0;j<n.c.length;j++)self-=N[n.c[j]].v;"
 	"tip.innerHTML='';var d=document.createElement('div');d.className='n';d.textContent=n.n;"
 	"tip.appendChild(d);var t=document.createElement('table');"
-	"function row(k,v){var tr=t.insertRow(),a=tr.insertCell(),b=tr.insertCell();a.className='k';"
+	"function row(k,v){var "
+	"tr=t.insertRow(),a=tr.insertCell(),b=tr.insertCell();a.className='k';"
 	"a.textContent=k;b.textContent=v;}"
-	"row('Kind',n.k<0?'root':KN[n.k]||'?');row('Total',fmt(n.v)+'  ('+pct(n.v,total)+' of all)');"
-	"if(zoom!==0)row('In zoom',pct(n.v,N[zoom].v));row('Self',fmt(self)+'  ('+pct(self,total)+')');"
+	"row('Kind',n.k<0?'root':KN[n.k]||'?');row('Total',fmt(n.v)+'  ('+pct(n.v,total)+' of "
+	"all)');"
+	"if(zoom!==0)row('In zoom',pct(n.v,N[zoom].v));row('Self',fmt(self)+'  "
+	"('+pct(self,total)+')');"
 	"tip.appendChild(t);tip.style.display='block';var tx=ev.clientX+14,ty=ev.clientY+16;"
-	"var tw=tip.offsetWidth,th=tip.offsetHeight;if(tx+tw>window.innerWidth-8)tx=ev.clientX-tw-14;"
+	"var "
+	"tw=tip.offsetWidth,th=tip.offsetHeight;if(tx+tw>window.innerWidth-8)tx=ev.clientX-tw-14;"
 	"if(ty+th>window.innerHeight-8)ty=ev.clientY-th-12;tip.style.left=Math.max(4,tx)+'px';"
 	"tip.style.top=Math.max(4,ty)+'px';});\n"
-	"cv.addEventListener('mouseleave',function(){hover=-1;tip.style.display='none';render();});\n"
+	"cv.addEventListener('mouseleave',function(){hover=-1;tip.style.display='none';render();});"
+	"\n"
 	"cv.addEventListener('click',function(ev){var i=hit(ev);if(i<0)return;"
 	"zoom=(i===zoom)?(N[i].p>=0?N[i].p:0):i;render();});\n"
 	"function reset(){zoom=0;render();}\n"
 	"document.getElementById('reset').addEventListener('click',reset);\n"
 	"var q=document.getElementById('search'),mt=document.getElementById('matched');\n"
 	"function search(){var s=q.value;searchRe=null;if(s){var m=/^\\/(.+)\\/([i]?)$/.exec(s);"
-	"try{searchRe=m?new RegExp(m[1],m[2]):new RegExp(s.replace(/[.*+?^${}()|[\\]\\\\]/g,'\\\\$&'),'i');}"
-	"catch(e){searchRe=null;}}var sum=0;for(var i=0;i<N.length;i++){N[i].m=!!searchRe&&searchRe.test(N[i].n);}"
+	"try{searchRe=m?new RegExp(m[1],m[2]):new "
+	"RegExp(s.replace(/[.*+?^${}()|[\\]\\\\]/g,'\\\\$&'),'i');}"
+	"catch(e){searchRe=null;}}var sum=0;for(var "
+	"i=0;i<N.length;i++){N[i].m=!!searchRe&&searchRe.test(N[i].n);}"
 	"if(searchRe){var st=[0];while(st.length){var k=st.pop();if(N[k].m){sum+=N[k].v;continue;}"
-	"for(var j=0;j<N[k].c.length;j++)st.push(N[k].c[j]);}mt.textContent='Matched: '+pct(sum,total)+"
+	"for(var j=0;j<N[k].c.length;j++)st.push(N[k].c[j]);}mt.textContent='Matched: "
+	"'+pct(sum,total)+"
 	"' ('+fmt(sum)+')';}else mt.textContent='';render();}\n"
-	"var qt;q.addEventListener('input',function(){clearTimeout(qt);qt=setTimeout(search,120);});\n"
-	"document.addEventListener('keydown',function(ev){if((ev.ctrlKey||ev.metaKey)&&ev.key==='f'){"
-	"ev.preventDefault();q.focus();q.select();}else if(ev.key==='Escape'){if(document.activeElement===q"
+	"var "
+	"qt;q.addEventListener('input',function(){clearTimeout(qt);qt=setTimeout(search,120);});\n"
+	"document.addEventListener('keydown',function(ev){if((ev.ctrlKey||ev.metaKey)&&ev.key==='f'"
+	"){"
+	"ev.preventDefault();q.focus();q.select();}else "
+	"if(ev.key==='Escape'){if(document.activeElement===q"
 	"&&q.value){q.value='';search();}else reset();}});\n"
 	"window.addEventListener('resize',render);\n"
-	"var h=/[#&]q=([^&]*)/.exec(location.hash);if(h){try{q.value=decodeURIComponent(h[1]);}catch(e){}search();}\n"
-	"if(!total){document.getElementById('empty').style.display='block';cv.style.display='none';}\n"
+	"var "
+	"h=/[#&]q=([^&]*)/"
+	".exec(location.hash);if(h){try{q.value=decodeURIComponent(h[1]);}catch(e){}search();}\n"
+	"if(!total){document.getElementById('empty').style.display='block';cv.style.display='none';"
+	"}\n"
 	"render();\n})();\n</script>\n</body>\n</html>\n";
 
 static void legend(FILE *f)
@@ -616,9 +636,9 @@ static void legend(FILE *f)
 	static const struct {
 		const char *color, *label;
 	} items[] = {
-		{ "rgb(240,135,52)", "native" },     { "rgb(232,155,45)", "kernel" },
-		{ "rgb(100,210,120)", "python" },     { "rgb(175,130,240)", "cuda kernel" },
-		{ "rgb(178,178,178)", "truncated" }, { "rgb(110,185,230)", "process" },
+		{"rgb(240,118,58)", "native"},	   {"rgb(240,207,80)", "kernel"},
+		{"rgb(100,210,120)", "python"},	   {"rgb(115,145,240)", "cuda kernel"},
+		{"rgb(178,178,178)", "truncated"}, {"rgb(187,177,155)", "process"},
 	};
 
 	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++)
@@ -649,7 +669,8 @@ int flamegraph__write_html(const struct profile *p, int vi, const char *title, F
 	fprintf(f, " &middot; total %" PRId64 " &middot; %zu stacks</span>", t.nodes[0].value,
 		profile__n_samples(p));
 	fputs("<span class=\"spacer\"></span><span id=\"matched\"></span>"
-	      "<input id=\"search\" type=\"search\" placeholder=\"Search (text or /regex/)  Ctrl+F\" "
+	      "<input id=\"search\" type=\"search\" placeholder=\"Search (text or /regex/)  "
+	      "Ctrl+F\" "
 	      "autocomplete=\"off\"><button id=\"reset\" disabled>Reset zoom</button></header>\n"
 	      "<div id=\"bar\">",
 	      f);
@@ -708,24 +729,25 @@ static void svg_color(const char *name, int kind, char *out, size_t len)
 		r = 190, g = 190, b = 200;
 		break;
 	case FRAME_KERNEL:
-		r = 215 + (int)(35 * v), g = 125 + (int)(60 * w), b = 30 + (int)(30 * v);
+		r = 230 + (int)(20 * v), g = 190 + (int)(35 * w), b = 60 + (int)(40 * v);
 		break;
 	case FRAME_PYTHON:
 		r = 70 + (int)(60 * v), g = 185 + (int)(50 * w), b = 95 + (int)(50 * v);
 		break;
 	case FRAME_CUDA_KERNEL:
-		r = 150 + (int)(50 * v), g = 110 + (int)(40 * w), b = 225 + (int)(30 * v);
+		r = 95 + (int)(40 * v), g = 125 + (int)(40 * w), b = 225 + (int)(30 * v);
 		break;
 	case FRAME_TRUNCATED:
 		r = g = b = 165 + (int)(25 * v);
 		break;
 	case FRAME_PROCESS:
-		r = 90 + (int)(40 * v), g = 165 + (int)(40 * w), b = 215 + (int)(30 * v);
+		r = 175 + (int)(25 * v), g = 165 + (int)(25 * w), b = 145 + (int)(20 * v);
 		break;
 	default:
-		r = 225 + (int)(30 * v), g = 60 + (int)(150 * w), b = 40 + (int)(25 * v);
+		r = 225 + (int)(30 * v), g = 75 + (int)(85 * w), b = 45 + (int)(25 * v);
 	}
-	snprintf(out, len, "rgb(%d,%d,%d)", r, g, b);
+	if (snprintf(out, len, "rgb(%d,%d,%d)", r, g, b) >= (int)len)
+		out[0] = '\0'; /* caller buffers are large enough; never a partial colour */
 }
 
 struct svg_ctx {
@@ -755,7 +777,8 @@ static void svg_node(struct svg_ctx *c, uint32_t i, double x)
 	xml_str(c->f, name, 0);
 	fprintf(c->f, " (%" PRId64 " %s, %.2f%%)</title>", nd->value, c->unit,
 		c->total ? 100.0 * (double)nd->value / (double)c->total : 0.0);
-	fprintf(c->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>",
+	fprintf(c->f,
+		"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>",
 		x, y, w, SVG_ROW - 1, col);
 	fit = (size_t)((w - 6) / (SVG_FONT * 0.59));
 	if (fit >= 3) {
@@ -785,7 +808,7 @@ static void svg_node(struct svg_ctx *c, uint32_t i, double x)
 int flamegraph__write_svg(const struct profile *p, int vi, const char *title, FILE *f)
 {
 	const struct profile_config *cfg = profile__config(p);
-	struct svg_ctx c = { .f = f };
+	struct svg_ctx c = {.f = f};
 	struct tree t;
 	int height, err;
 
@@ -827,8 +850,8 @@ int flamegraph__write_svg(const struct profile *p, int vi, const char *title, FI
 	if (c.total)
 		svg_node(&c, 0, SVG_PAD_SIDE);
 	else
-		fprintf(f, "<text class=\"s\" x=\"%d\" y=\"%d\">No samples</text>\n",
-			SVG_WIDTH / 2, SVG_PAD_TOP + 20);
+		fprintf(f, "<text class=\"s\" x=\"%d\" y=\"%d\">No samples</text>\n", SVG_WIDTH / 2,
+			SVG_PAD_TOP + 20);
 	err = c.err;
 	if (err)
 		goto cleanup;

@@ -91,7 +91,7 @@ static int collect_cb(const struct profile_sample_view *s, void *ctx)
 	}
 	if (buf_append(f, "", 1))
 		return -ENOMEM;
-	f->lines[f->n++] = (struct line){ .off = off, .value = v };
+	f->lines[f->n++] = (struct line){.off = off, .value = v};
 	return 0;
 }
 
@@ -105,7 +105,7 @@ static int line_cmp(const void *a, const void *b, void *ctx)
 int folded__write(const struct profile *p, int vi, FILE *out)
 {
 	size_t n_locs = profile__n_locations(p);
-	struct fold f = { .p = p, .vi = vi };
+	struct fold f = {.p = p, .vi = vi};
 	int err;
 
 	if (vi < 0 || vi >= profile__config(p)->n_sample_types)

@@ -18,10 +18,10 @@ static const struct {
 	const char *name;
 	const char *ext;
 } formats[] = {
-	{ OUTPUT_PPROF, "pprof", ".pb.gz" },
-	{ OUTPUT_FOLDED, "folded", ".folded" },
-	{ OUTPUT_HTML, "html", ".html" },
-	{ OUTPUT_SVG, "svg", ".svg" },
+	{OUTPUT_PPROF, "pprof", ".pb.gz"},
+	{OUTPUT_FOLDED, "folded", ".folded"},
+	{OUTPUT_HTML, "html", ".html"},
+	{OUTPUT_SVG, "svg", ".svg"},
 };
 
 /* Extension -> format; longest suffixes first so ".pb.gz" wins over ".gz". */
@@ -29,9 +29,9 @@ static const struct {
 	const char *ext;
 	enum output_format fmt;
 } exts[] = {
-	{ ".pb.gz", OUTPUT_PPROF }, { ".pprof", OUTPUT_PPROF }, { ".pb", OUTPUT_PPROF },
-	{ ".folded", OUTPUT_FOLDED }, { ".txt", OUTPUT_FOLDED }, { ".html", OUTPUT_HTML },
-	{ ".htm", OUTPUT_HTML },      { ".svg", OUTPUT_SVG },
+	{".pb.gz", OUTPUT_PPROF},   {".pprof", OUTPUT_PPROF}, {".pb", OUTPUT_PPROF},
+	{".folded", OUTPUT_FOLDED}, {".txt", OUTPUT_FOLDED},  {".html", OUTPUT_HTML},
+	{".htm", OUTPUT_HTML},	    {".svg", OUTPUT_SVG},
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -83,8 +83,7 @@ const char *output__format_ext(enum output_format fmt)
 	return "";
 }
 
-static int write_body(const struct profile *p, enum output_format fmt, const char *title,
-		      FILE *f)
+static int write_body(const struct profile *p, enum output_format fmt, const char *title, FILE *f)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;

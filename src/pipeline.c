@@ -257,13 +257,6 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 		pr_err("cannot create unwinder: %s", strerror(errno));
 		goto cleanup;
 	}
-	if (cfg->kernel_frames) {
-		pl->ksyms = ksyms__load("/proc/kallsyms");
-		if (!pl->ksyms)
-			pr_warn("kernel symbols unavailable (%s): kernel frames stay unnamed",
-				strerror(errno));
-	}
-
 	scfg.freq_hz = cfg->freq_hz;
 	scfg.ustack_bytes = cfg->ustack_bytes ? cfg->ustack_bytes : MLPROF_DEFAULT_USTACK;
 	scfg.filter_pids = cfg->filter_pids;
@@ -275,6 +268,12 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	if (!pl->sampler) {
 		err = -errno;
 		goto cleanup;
+	}
+	if (cfg->kernel_frames) {
+		pl->ksyms = ksyms__load("/proc/kallsyms");
+		if (!pl->ksyms)
+			pr_warn("kernel symbols unavailable (%s): kernel frames stay unnamed",
+				strerror(errno));
 	}
 	for (int i = 0; i < cfg->n_pids; i++) {
 		err = sampler__add_pid(pl->sampler, cfg->pids[i]);

@@ -192,9 +192,8 @@ static int build(const struct profile *p, struct enc *e, Perftools__Profiles__Pr
 	profile__for_each_sample(p, count_cb, e);
 
 	if (!ALLOC_N(e->vts, e->n_types) || !ALLOC_N(e->vtp, e->n_types) ||
-	    !ALLOC_N(e->maps, n_maps) || !ALLOC_N(e->mapp, n_maps) ||
-	    !ALLOC_N(e->funcs, n_funcs) || !ALLOC_N(e->funcp, n_funcs) ||
-	    !ALLOC_N(e->locs, n_locs) || !ALLOC_N(e->locp, n_locs) ||
+	    !ALLOC_N(e->maps, n_maps) || !ALLOC_N(e->mapp, n_maps) || !ALLOC_N(e->funcs, n_funcs) ||
+	    !ALLOC_N(e->funcp, n_funcs) || !ALLOC_N(e->locs, n_locs) || !ALLOC_N(e->locp, n_locs) ||
 	    !ALLOC_N(e->lines, n_locs) || !ALLOC_N(e->linep, n_locs) ||
 	    !ALLOC_N(e->samples, e->n_samples) || !ALLOC_N(e->samplep, e->n_samples) ||
 	    !ALLOC_N(e->loc_ids, e->n_loc_ids) || !ALLOC_N(e->labels, e->n_labels) ||
@@ -310,13 +309,13 @@ cleanup:
 
 static int gzip_buf(const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len)
 {
-	z_stream zs = { 0 };
+	z_stream zs = {0};
 	uint8_t *buf = NULL;
 	size_t cap;
 	int err, zerr;
 
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
 		return -ENOMEM;
 	cap = deflateBound(&zs, in_len) + 32;
 	buf = malloc(cap);
@@ -351,7 +350,7 @@ cleanup:
 int pprof__encode(const struct profile *p, bool gzip, uint8_t **out, size_t *len)
 {
 	Perftools__Profiles__Profile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
-	struct enc e = { 0 };
+	struct enc e = {0};
 	uint8_t *raw = NULL;
 	size_t raw_len;
 	int err;

@@ -22,7 +22,7 @@
 /* Bound on executable mappings kept per process. */
 #define MAPS_MAX 65536
 /* Minimum interval between two re-reads of a live process's maps on a lookup miss. */
-#define REREAD_INTERVAL_NS (100ull * 1000 * 1000)
+#define REREAD_INTERVAL_NS (10ull * 1000 * 1000)
 /* Replaced map sets kept (for borrowed pointers) per process until gc; beyond, no re-reads. */
 #define RETIRED_MAX 32
 /* Largest [vdso] image we copy out of a process. */

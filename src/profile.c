@@ -23,7 +23,7 @@
  *    understood by flamegraph.pl --color=java); pprof keeps the plain function name.
  */
 
-#define ARENA_CHUNK (64 * 1024)
+#define ARENA_CHUNK   (64 * 1024)
 #define MIN_TABLE_CAP 64
 
 struct slot {
@@ -45,8 +45,8 @@ struct arena_chunk {
 
 struct mapping {
 	uint64_t start, limit, file_offset;
-	const char *file;     /* interned, "" when none */
-	const char *build_id; /* interned, "" when none */
+	const char *file;	  /* interned, "" when none */
+	const char *build_id;	  /* interned, "" when none */
 	uint32_t n_locs, n_named; /* locations in this mapping, those with a function */
 };
 
@@ -216,16 +216,16 @@ static int grow_array(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-#define GROW(arr, capvar, need)                                                            \
-	({                                                                                 \
-		size_t _cap = (capvar);                                                    \
-		void *_a = (arr);                                                          \
-		int _e = grow_array(&_a, &_cap, (need), sizeof(*(arr)));                   \
-		if (!_e) {                                                                 \
-			(arr) = _a;                                                        \
-			(capvar) = _cap;                                                   \
-		}                                                                          \
-		_e;                                                                        \
+#define GROW(arr, capvar, need)                                                                    \
+	({                                                                                         \
+		size_t _cap = (capvar);                                                            \
+		void *_a = (arr);                                                                  \
+		int _e = grow_array(&_a, &_cap, (need), sizeof(*(arr)));                           \
+		if (!_e) {                                                                         \
+			(arr) = _a;                                                                \
+			(capvar) = _cap;                                                           \
+		}                                                                                  \
+		_e;                                                                                \
 	})
 
 /* ---- strings ---- */
@@ -302,9 +302,8 @@ static bool map_eq(const struct profile *p, uint32_t idx, const void *key)
 {
 	const struct mapping *a = &p->maps[idx - 1], *b = key;
 
-	return a->start == b->start && a->limit == b->limit &&
-	       a->file_offset == b->file_offset && a->file == b->file &&
-	       a->build_id == b->build_id;
+	return a->start == b->start && a->limit == b->limit && a->file_offset == b->file_offset &&
+	       a->file == b->file && a->build_id == b->build_id;
 }
 
 /* Returns the 1-based mapping id, 0 if absent (lookup) or on error (*err set). */
@@ -431,7 +430,7 @@ static uint32_t loc_get(struct profile *p, const struct frame *f, bool insert, i
 {
 	bool by_addr = (f->kind == FRAME_NATIVE || f->kind == FRAME_KERNEL) && f->addr;
 	const char *fname = f->function ? f->function : default_name(f);
-	struct loc_key k = { .kind = f->kind };
+	struct loc_key k = {.kind = f->kind};
 	uint32_t h, id, fid = 0, mid = 0;
 
 	if (by_addr) {
@@ -639,8 +638,8 @@ static size_t add_cost(const struct profile *p, const struct frame *frames, int 
 	return c;
 }
 
-int profile__add(struct profile *p, const struct frame *frames, int n_frames,
-		 const int64_t *values, const struct profile_label *labels, int n_labels)
+int profile__add(struct profile *p, const struct frame *frames, int n_frames, const int64_t *values,
+		 const struct profile_label *labels, int n_labels)
 {
 	struct profile_label lab[PROFILE_MAX_LABELS];
 	struct sample_key key;
@@ -666,7 +665,7 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames,
 	if (known && intern_labels(p, labels, n_labels, lab, false))
 		known = false;
 	if (known) {
-		key = (struct sample_key){ ids, n_frames, lab, n_labels };
+		key = (struct sample_key){ids, n_frames, lab, n_labels};
 		h = sample_hash(&key);
 		sid = htab_find(&p->sample_idx, p, h, sample_eq, &key);
 		if (sid) {
@@ -697,15 +696,14 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames,
 	err = intern_labels(p, labels, n_labels, lab, true);
 	if (err)
 		goto cleanup;
-	key = (struct sample_key){ ids, n_frames, lab, n_labels };
+	key = (struct sample_key){ids, n_frames, lab, n_labels};
 	h = sample_hash(&key);
 	sid = htab_find(&p->sample_idx, p, h, sample_eq, &key);
 	if (sid) {
 		add_values(p, sid, values);
 		goto cleanup;
 	}
-	if (htab_reserve(&p->sample_idx) ||
-	    GROW(p->samples, p->cap_samples, p->n_samples + 1) ||
+	if (htab_reserve(&p->sample_idx) || GROW(p->samples, p->cap_samples, p->n_samples + 1) ||
 	    GROW(p->loc_ids, p->cap_loc_ids, p->n_loc_ids + n_frames) ||
 	    GROW(p->labels, p->cap_labels, p->n_labels + n_labels) ||
 	    GROW(p->values, p->cap_values, (size_t)(p->n_samples + 1) * p->n_types)) {
@@ -908,7 +906,7 @@ static const char *basename_of(const char *path)
 /* Python files are shown relative to site-packages, like py-spy does. */
 static const char *short_py_file(const char *file)
 {
-	static const char *const roots[] = { "site-packages/", "dist-packages/" };
+	static const char *const roots[] = {"site-packages/", "dist-packages/"};
 
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
 		const char *s = strstr(file, roots[i]);

@@ -493,11 +493,18 @@ static int run_loop(struct record_opts *o, struct pipeline *pl, pid_t child, int
 	uint64_t deadline = o->duration_s > 0 ? now_ns(CLOCK_MONOTONIC) +
 							(uint64_t)(o->duration_s * 1e9)
 					      : UINT64_MAX;
+	uint64_t next_gc = now_ns(CLOCK_MONOTONIC) + 1000000000ull;
 	bool child_done = false;
 	int err;
 
 	while (!stop_requested) {
 		err = pipeline__poll(pl, 100);
+		if (now_ns(CLOCK_MONOTONIC) >= next_gc) {
+			/* Frees exited processes and replaced map sets; samples are handled
+			 * synchronously, so nothing borrowed from the caches is still in use. */
+			pipeline__gc(pl);
+			next_gc = now_ns(CLOCK_MONOTONIC) + 1000000000ull;
+		}
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "mlprof: record: reading samples failed: %s\n",
 				strerror(-err));
@@ -578,12 +585,7 @@ int record__main(int argc, char **argv)
 	plc.kernel_frames = o.kernel_frames;
 	pl = pipeline__new(&plc, record_sink, &st);
 	if (!pl) {
-		err = errno;
-		fprintf(stderr, "mlprof: record: cannot start the BPF sampler: %s%s\n",
-			strerror(err),
-			err == EPERM ? " (run as root, or grant CAP_BPF, CAP_PERFMON, "
-				       "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)"
-				     : "");
+		/* The failing module already logged one line with the reason. */
 		if (child > 0) {
 			close(go_fd); /* the child exits 127 without running the command */
 			waitpid(child, NULL, 0);

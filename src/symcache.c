@@ -295,6 +295,20 @@ static int add_symbols(struct builder *b, const struct elf_file *ef, const char 
 	return 0;
 }
 
+/* Internal glibc aliases (__GI_*, leading underscores) rank after their public names. */
+static int alias_penalty(const char *name)
+{
+	int p = 0;
+
+	if (strncmp(name, "__GI_", 5) == 0)
+		p += 100;
+	while (*name == '_') {
+		p++;
+		name++;
+	}
+	return p;
+}
+
 static int build_sym_cmp(const void *a, const void *b)
 {
 	const struct build_sym *x = a, *y = b;
@@ -305,6 +319,10 @@ static int build_sym_cmp(const void *a, const void *b)
 		return x->rank - y->rank;
 	if (x->src != y->src)
 		return x->src - y->src;
+	/* among aliases prefer the public spelling: "clone3" over "__clone3" over "__GI___clone3" */
+	int ux = alias_penalty(x->name), uy = alias_penalty(y->name);
+	if (ux != uy)
+		return ux - uy;
 	/* deterministic among equals */
 	return strcmp(x->name, y->name);
 }
@@ -476,7 +494,8 @@ static int builder_finish(struct builder *b, struct symtab *t)
 		b->v[n++] = b->v[i];
 	}
 	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(b->v[i].name) + 1;
+		/* "memcpy@@GLIBC_2.14" -> "memcpy": symbol versions are not part of the name */
+		size_t len = strcspn(b->v[i].name, "@") + 1;
 
 		if (names + len > SC_NAMES_MAX) {
 			n = i; /* arena full: keep what fits */
@@ -494,7 +513,7 @@ static int builder_finish(struct builder *b, struct symtab *t)
 	for (size_t i = 0; i < n; i++) {
 		struct build_sym *s = &b->v[i];
 		uint64_t size = s->size;
-		size_t len = strlen(s->name) + 1;
+		size_t len = strcspn(s->name, "@") + 1;
 
 		if (size == 0) {
 			uint64_t end = i + 1 < n ? b->v[i + 1].addr : s->addr + 1;
@@ -505,7 +524,8 @@ static int builder_finish(struct builder *b, struct symtab *t)
 		}
 		if (size > SC_SIZE_MAX)
 			size = SC_SIZE_MAX;
-		memcpy(arena + names, s->name, len);
+		memcpy(arena + names, s->name, len - 1);
+		arena[names + len - 1] = '\0';
 		t->syms[i] = (struct sym){
 			.addr = s->addr,
 			.name = (uint32_t)names,

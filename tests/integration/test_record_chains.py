@@ -92,8 +92,8 @@ class RecordChains(unittest.TestCase):
         tb = [(n, v, l) for n, v, l in stacks if "leaf_tb" in n]
         self.assertGreater(sum(v for _, v, _ in ta), 200)
         self.assertGreater(sum(v for _, v, _ in tb), 200)
-        for group, chain, tname in ((ta, ["leaf_ta", "work_a", "thread_a"], "wl-thread-a"),
-                                    (tb, ["leaf_tb", "work_b", "thread_b"], "wl-thread-b")):
+        for group, chain, tname in ((ta, ["leaf_ta", "work_a", "thread_loop", "thread_a"], "wl-thread-a"),
+                                    (tb, ["leaf_tb", "work_b", "thread_loop", "thread_b"], "wl-thread-b")):
             tot = sum(v for _, v, _ in group)
             ok = sum(v for n, v, _ in group if thread_chain_ok(n, chain))
             bad = [n for n, v, _ in group if not thread_chain_ok(n, chain)]

@@ -34,7 +34,7 @@ class RecordErrors(unittest.TestCase):
             self.assertIn(opt, cp.stdout)
 
     def test_no_such_pid(self):
-        self.one_line_error(run(["record", "-p", "999999999"]), "invalid PID")
+        self.one_line_error(run(["record", "-p", "12ab"]), "invalid PID")
         self.one_line_error(run(["record", "-p", "4194000", "-d", "1"]), "no such process: 4194000")
 
     def test_bad_flags(self):
@@ -64,7 +64,7 @@ class RecordErrors(unittest.TestCase):
         cp = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
                              MLPROF, "record", "-d", "1", "-a", "-o", out],
                             capture_output=True, text=True, timeout=60)
-        self.one_line_error(cp, "run as root")
+        self.one_line_error(cp, "need root")
         self.assertFalse(os.path.exists(out))
 
     def test_btf_unavailable(self):

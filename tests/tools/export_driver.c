@@ -171,10 +171,12 @@ int main(int argc, char **argv)
 	}
 	/* wait for the queue and the spool to drain (backend may be coming back) */
 	for (i = 0; i < drain * 10; i++) {
-		exporter__flush(e, 100);
+		int left = exporter__flush(e, 100);
+
 		exporter__stats(e, &st);
-		if (!st.queue_bytes && !st.spool_files)
+		if (!left && !st.queue_bytes && !st.spool_files)
 			break;
+		usleep(100000); /* flush returns at once while the backend is down */
 	}
 	exporter__stats(e, &st);
 	printf("{\"pushed\":%llu,\"failed\":%llu,\"retries\":%llu,\"rejected_4xx\":%llu,"

@@ -13,27 +13,27 @@ static struct profile *make_profile(void)
 {
 	struct profile_config cfg = {
 		.n_sample_types = 2,
-		.sample_types = { { "samples", "count" }, { "cpu", "nanoseconds" } },
+		.sample_types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
 		.period = 1000000,
 	};
-	struct frame_mapping so = { 0x7f0000000000, 0x7f0000100000, 0x2000, "/lib/libtorch_cpu.so",
-				    NULL };
+	struct frame_mapping so = {0x7f0000000000, 0x7f0000100000, 0x2000, "/lib/libtorch_cpu.so",
+				   NULL};
 	struct frame a[3] = {
-		{ .kind = FRAME_NATIVE, .addr = 0x7f0000000100, .function = NASTY, .map = &so },
-		{ .kind = FRAME_PYTHON, .function = "step", .file = "train.py", .line = 10 },
-		{ .kind = FRAME_PROCESS, .function = "python3" },
+		{.kind = FRAME_NATIVE, .addr = 0x7f0000000100, .function = NASTY, .map = &so},
+		{.kind = FRAME_PYTHON, .function = "step", .file = "train.py", .line = 10},
+		{.kind = FRAME_PROCESS, .function = "python3"},
 	};
 	struct frame b[3] = {
-		{ .kind = FRAME_KERNEL, .addr = 0xffffffff81000000, .function = "schedule" },
-		{ .kind = FRAME_NATIVE, .addr = 0x7f0000000300, .map = &so }, /* unnamed */
-		{ .kind = FRAME_PROCESS, .function = "python3" },
+		{.kind = FRAME_KERNEL, .addr = 0xffffffff81000000, .function = "schedule"},
+		{.kind = FRAME_NATIVE, .addr = 0x7f0000000300, .map = &so}, /* unnamed */
+		{.kind = FRAME_PROCESS, .function = "python3"},
 	};
 	struct frame c[2] = {
-		{ .kind = FRAME_CUDA_KERNEL, .function = "ampere_sgemm_128x64" },
-		{ .kind = FRAME_TRUNCATED, .function = "[truncated: stack copy limit]" },
+		{.kind = FRAME_CUDA_KERNEL, .function = "ampere_sgemm_128x64"},
+		{.kind = FRAME_TRUNCATED, .function = "[truncated: stack copy limit]"},
 	};
-	struct profile_label l1 = { .key = "tid", .num = 1 }, l2 = { .key = "tid", .num = 2 };
-	int64_t v3[2] = { 3, 3000 }, v2[2] = { 2, 2000 }, v1[2] = { 1, 1000 };
+	struct profile_label l1 = {.key = "tid", .num = 1}, l2 = {.key = "tid", .num = 2};
+	int64_t v3[2] = {3, 3000}, v2[2] = {2, 2000}, v1[2] = {1, 1000};
 	struct profile *p = profile__new(&cfg);
 
 	if (!p)
@@ -107,11 +107,13 @@ static void test_html(struct profile *p)
 	data = strstr(out, "id=\"fg-data\">");
 	CHECK(data != NULL, "embedded data");
 	if (data) {
-		static const char root[] = "{\"name\":\"all\",\"value\":8,\"kind\":-1,\"children\":["
-					   "{\"name\":\"[truncated: stack copy limit]\"";
+		static const char root[] =
+			"{\"name\":\"all\",\"value\":8,\"kind\":-1,\"children\":["
+			"{\"name\":\"[truncated: stack copy limit]\"";
 
 		CHECK(!strncmp(data + 13, root, strlen(root)), "root total: %.80s", data + 13);
-		CHECK(strstr(data, "{\"name\":\"std::map\\u003cK, V\\u003e::operator[](\\\"k\\\\\\\\\\\") "
+		CHECK(strstr(data, "{\"name\":\"std::map\\u003cK, "
+				   "V\\u003e::operator[](\\\"k\\\\\\\\\\\") "
 				   "\\u0026 \\u003c/script\\u003e\\u003cb\\u003e\",\"value\":5,"
 				   "\"kind\":0}") != NULL,
 		      "escaped nasty name with its value");
@@ -123,13 +125,15 @@ static void test_html(struct profile *p)
 		CHECK(strstr(data, "{\"name\":\"ampere_sgemm_128x64\",\"value\":1,\"kind\":3}") !=
 			      NULL,
 		      "cuda frame");
-		CHECK(strstr(data, "\"name\":\"[truncated: stack copy limit]\",\"value\":1,\"kind\":4") !=
+		CHECK(strstr(data,
+			     "\"name\":\"[truncated: stack copy limit]\",\"value\":1,\"kind\":4") !=
 			      NULL,
 		      "truncated frame");
 	}
 	CHECK(!strstr(out, "<b>"), "raw markup from names never appears");
 	CHECK(strstr(out, "\"total\":8") != NULL, "meta total");
-	CHECK(strstr(out, "id=\"search\"") && strstr(out, "id=\"reset\"") && strstr(out, "Matched: "),
+	CHECK(strstr(out, "id=\"search\"") && strstr(out, "id=\"reset\"") &&
+		      strstr(out, "Matched: "),
 	      "search and reset controls");
 	free(out);
 }
@@ -173,7 +177,7 @@ static void test_errors(struct profile *p)
 static void test_cap(void)
 {
 	/* more distinct frames than the page renders: the smallest are folded away */
-	struct profile_config cfg = { .n_sample_types = 1, .sample_types = { { "s", "count" } } };
+	struct profile_config cfg = {.n_sample_types = 1, .sample_types = {{"s", "count"}}};
 	struct profile *p = profile__new(&cfg);
 	char name[32];
 	int64_t v = 1;
@@ -181,8 +185,8 @@ static void test_cap(void)
 	int err = 0;
 
 	for (int i = 0; i < 201000 && !err; i++) {
-		struct frame f[2] = { { .kind = FRAME_PYTHON, .function = name },
-				      { .kind = FRAME_PROCESS, .function = "proc" } };
+		struct frame f[2] = {{.kind = FRAME_PYTHON, .function = name},
+				     {.kind = FRAME_PROCESS, .function = "proc"}};
 
 		snprintf(name, sizeof(name), "f%06d", i);
 		v = 1 + (i % 7 == 0);

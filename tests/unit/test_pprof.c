@@ -19,7 +19,7 @@ static const char *str_at(const Perftools__Profiles__Profile *pb, int64_t i)
 
 static uint8_t *gunzip(const uint8_t *in, size_t len, size_t *out_len)
 {
-	z_stream zs = { 0 };
+	z_stream zs = {0};
 	size_t cap = 1 << 20;
 	uint8_t *out = malloc(cap);
 	int ret;
@@ -74,29 +74,29 @@ static struct profile *make_profile(void)
 {
 	struct profile_config cfg = {
 		.n_sample_types = 2,
-		.sample_types = { { "samples", "count" }, { "cpu", "nanoseconds" } },
-		.period_type = { "cpu", "nanoseconds" },
+		.sample_types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
+		.period_type = {"cpu", "nanoseconds"},
 		.period = 10101010,
 		.time_nanos = 1700000000123456789LL,
 	};
-	struct frame_mapping exe = { 0x555555554000, 0x555555600000, 0x1000, "/usr/bin/trainer",
-				     "0123456789abcdef" };
+	struct frame_mapping exe = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/trainer",
+				    "0123456789abcdef"};
 	struct frame st[4] = {
-		{ .kind = FRAME_KERNEL, .addr = 0xffffffff81001000, .function = "copy_page" },
-		{ .kind = FRAME_NATIVE, .addr = 0x555555555123, .map = &exe }, /* unnamed */
-		{ .kind = FRAME_NATIVE,
-		  .addr = 0x555555556000,
-		  .function = "Foo<int>::run()",
-		  .file = "foo.cc",
-		  .line = 77,
-		  .map = &exe },
-		{ .kind = FRAME_PYTHON, .function = "main", .file = "train.py", .line = 3 },
+		{.kind = FRAME_KERNEL, .addr = 0xffffffff81001000, .function = "copy_page"},
+		{.kind = FRAME_NATIVE, .addr = 0x555555555123, .map = &exe}, /* unnamed */
+		{.kind = FRAME_NATIVE,
+		 .addr = 0x555555556000,
+		 .function = "Foo<int>::run()",
+		 .file = "foo.cc",
+		 .line = 77,
+		 .map = &exe},
+		{.kind = FRAME_PYTHON, .function = "main", .file = "train.py", .line = 3},
 	};
 	struct profile_label labels[2] = {
-		{ .key = "thread_name", .str = "dataloader" },
-		{ .key = "bytes", .num = 4096, .num_unit = "bytes" },
+		{.key = "thread_name", .str = "dataloader"},
+		{.key = "bytes", .num = 4096, .num_unit = "bytes"},
 	};
-	int64_t v1[2] = { 2, 20202020 }, v2[2] = { 1, 10101010 };
+	int64_t v1[2] = {2, 20202020}, v2[2] = {1, 10101010};
 	struct profile *p = profile__new(&cfg);
 
 	if (!p)
@@ -237,7 +237,7 @@ static void test_empty_and_file(void)
 {
 	struct profile_config cfg = {
 		.n_sample_types = 1,
-		.sample_types = { { "cpu", "nanoseconds" } },
+		.sample_types = {{"cpu", "nanoseconds"}},
 	};
 	struct profile *p = profile__new(&cfg);
 	Perftools__Profiles__Profile *pb;
@@ -288,7 +288,7 @@ static void test_empty_and_file(void)
 	f = fopen(path, "rb");
 	CHECK(f != NULL, "written file exists");
 	if (f) {
-		unsigned char m[2] = { 0 };
+		unsigned char m[2] = {0};
 
 		CHECK_INT(fread(m, 1, 2, f), 2);
 		CHECK(m[0] == 0x1f && m[1] == 0x8b, "file is gzip");

@@ -287,7 +287,7 @@ static void test_real_processes(void)
 	CHECK(proc_cache__get(pc, pid) == NULL, "reaped child still found");
 	CHECK_INT(errno, ESRCH);
 
-	/* dlopen: a miss re-reads the maps, at most once per 100 ms */
+	/* dlopen: a miss re-reads the maps, at most once per 10 ms */
 	{
 		char path[512];
 		void *lib, *sym;
@@ -308,12 +308,12 @@ static void test_real_processes(void)
 		proc_cache__stats(pc, &st);
 		reads = st.maps_reads;
 		m = proc_cache__find_map(pc, self, (uint64_t)(uintptr_t)sym);
-		if (now_ms() - t0 < 90) {
+		if (now_ms() - t0 < 8) {
 			CHECK(m == NULL, "re-read inside the rate limit");
 			proc_cache__stats(pc, &st);
 			CHECK_INT(st.maps_reads, reads);
 		}
-		usleep(110 * 1000);
+		usleep(15 * 1000);
 		m = proc_cache__find_map(pc, self, (uint64_t)(uintptr_t)sym);
 		CHECK(m != NULL, "dlopened library not found after re-read");
 		CHECK(m && strstr(m->path, "libuwfix.so"), "wrong map");

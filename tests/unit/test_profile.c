@@ -11,8 +11,8 @@ static struct profile_config cfg(size_t max_bytes)
 {
 	struct profile_config c = {
 		.n_sample_types = 2,
-		.sample_types = { { "samples", "count" }, { "cpu", "nanoseconds" } },
-		.period_type = { "cpu", "nanoseconds" },
+		.sample_types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
+		.period_type = {"cpu", "nanoseconds"},
 		.period = 10000000,
 		.max_bytes = max_bytes,
 	};
@@ -50,17 +50,17 @@ static void test_merge_and_share(void)
 {
 	struct profile_config c = cfg(0);
 	struct profile *p = profile__new(&c);
-	struct frame_mapping libc = { 0x7f0000000000, 0x7f0000200000, 0x28000,
-				      "/usr/lib/x86_64-linux-gnu/libc.so.6", "abcdef0123" };
+	struct frame_mapping libc = {0x7f0000000000, 0x7f0000200000, 0x28000,
+				     "/usr/lib/x86_64-linux-gnu/libc.so.6", "abcdef0123"};
 	/* strings in writable buffers: the profile must keep its own copies */
 	char fname[32], fname2[32];
 	struct frame st[3] = {
-		{ .kind = FRAME_NATIVE, .addr = 0x7f0000001234, .function = fname, .map = &libc },
-		{ .kind = FRAME_PYTHON, .function = "forward", .file = "/x/model.py", .line = 42 },
-		{ .kind = FRAME_KERNEL, .addr = 0xffffffff81000010, .function = "do_syscall_64" },
+		{.kind = FRAME_NATIVE, .addr = 0x7f0000001234, .function = fname, .map = &libc},
+		{.kind = FRAME_PYTHON, .function = "forward", .file = "/x/model.py", .line = 42},
+		{.kind = FRAME_KERNEL, .addr = 0xffffffff81000010, .function = "do_syscall_64"},
 	};
-	int64_t v[2] = { 1, 10 };
-	struct collected col = { 0 };
+	int64_t v[2] = {1, 10};
+	struct collected col = {0};
 	char buf[256];
 
 	CHECK(p != NULL, "profile__new");
@@ -115,8 +115,7 @@ static void test_merge_and_share(void)
 	CHECK_STR(profile__location_name(p, col.locs[0][0], buf, sizeof(buf)), "memcpy");
 	CHECK_STR(profile__location_name(p, col.locs[0][1], buf, sizeof(buf)),
 		  "forward (/x/model.py:42)");
-	CHECK_STR(profile__location_name(p, col.locs[0][2], buf, sizeof(buf)),
-		  "do_syscall_64_[k]");
+	CHECK_STR(profile__location_name(p, col.locs[0][2], buf, sizeof(buf)), "do_syscall_64_[k]");
 	CHECK(profile__bytes(p) > sizeof(void *) * 10, "bytes accounted");
 	profile__free(p);
 }
@@ -125,16 +124,16 @@ static void test_labels(void)
 {
 	struct profile_config c = cfg(0);
 	struct profile *p = profile__new(&c);
-	struct frame f = { .kind = FRAME_PYTHON, .function = "train", .file = "t.py", .line = 1 };
-	int64_t v[2] = { 1, 5 };
-	struct profile_label a[2] = { { .key = "thread", .str = "worker-1" },
-				      { .key = "pid", .num = 1234, .num_unit = "pid" } };
-	struct profile_label b[2] = { { .key = "pid", .num = 1234, .num_unit = "pid" },
-				      { .key = "thread", .str = "worker-1" } };
-	struct profile_label d[1] = { { .key = "thread", .str = "worker-2" } };
+	struct frame f = {.kind = FRAME_PYTHON, .function = "train", .file = "t.py", .line = 1};
+	int64_t v[2] = {1, 5};
+	struct profile_label a[2] = {{.key = "thread", .str = "worker-1"},
+				     {.key = "pid", .num = 1234, .num_unit = "pid"}};
+	struct profile_label b[2] = {{.key = "pid", .num = 1234, .num_unit = "pid"},
+				     {.key = "thread", .str = "worker-1"}};
+	struct profile_label d[1] = {{.key = "thread", .str = "worker-2"}};
 	char key[16], val[16];
-	struct profile_label e[1] = { { .key = key, .str = val } };
-	struct collected col = { 0 };
+	struct profile_label e[1] = {{.key = key, .str = val}};
+	struct collected col = {0};
 
 	CHECK_INT(profile__add(p, &f, 1, v, a, 2), 0);
 	CHECK_INT(profile__add(p, &f, 1, v, b, 2), 0); /* same labels, other order */
@@ -170,10 +169,10 @@ static void test_memory_bound(void)
 	struct profile_config c = cfg(64 * 1024);
 	struct profile *p = profile__new(&c);
 	struct frame f[2] = {
-		{ .kind = FRAME_KERNEL, .function = "leaf" },
-		{ .kind = FRAME_KERNEL, .addr = 0xffffffff81000000, .function = "root" },
+		{.kind = FRAME_KERNEL, .function = "leaf"},
+		{.kind = FRAME_KERNEL, .addr = 0xffffffff81000000, .function = "root"},
 	};
-	int64_t v[2] = { 1, 1 };
+	int64_t v[2] = {1, 1};
 	int ok = 0, nospc = 0, first_err = 0;
 
 	for (uint64_t i = 0; i < 20000; i++) {
@@ -208,23 +207,23 @@ static void test_names(void)
 {
 	struct profile_config c = cfg(0);
 	struct profile *p = profile__new(&c);
-	struct frame_mapping m = { 0x400000, 0x500000, 0x1000, "/opt/app/bin/trainer", NULL };
+	struct frame_mapping m = {0x400000, 0x500000, 0x1000, "/opt/app/bin/trainer", NULL};
 	struct frame f[6] = {
-		{ .kind = FRAME_NATIVE, .addr = 0x401234, .map = &m }, /* unnamed */
-		{ .kind = FRAME_NATIVE,
-		  .addr = 0x402000,
-		  .function = "std::vector<std::pair<int, \"q\">>::push_back(a\\b&)",
-		  .map = &m },
-		{ .kind = FRAME_TRUNCATED, .function = "[truncated: stack copy limit]" },
-		{ .kind = FRAME_CUDA_KERNEL, .function = "void gemm<float, 128>(float*)" },
-		{ .kind = FRAME_PYTHON,
-		  .function = "forward",
-		  .file = "/usr/lib/python3/site-packages/torch/nn/modules/module.py",
-		  .line = 1501 },
-		{ .kind = FRAME_PROCESS, .function = "python3" },
+		{.kind = FRAME_NATIVE, .addr = 0x401234, .map = &m}, /* unnamed */
+		{.kind = FRAME_NATIVE,
+		 .addr = 0x402000,
+		 .function = "std::vector<std::pair<int, \"q\">>::push_back(a\\b&)",
+		 .map = &m},
+		{.kind = FRAME_TRUNCATED, .function = "[truncated: stack copy limit]"},
+		{.kind = FRAME_CUDA_KERNEL, .function = "void gemm<float, 128>(float*)"},
+		{.kind = FRAME_PYTHON,
+		 .function = "forward",
+		 .file = "/usr/lib/python3/site-packages/torch/nn/modules/module.py",
+		 .line = 1501},
+		{.kind = FRAME_PROCESS, .function = "python3"},
 	};
-	int64_t v[2] = { 3, 30 };
-	struct collected col = { 0 };
+	int64_t v[2] = {3, 30};
+	struct collected col = {0};
 	struct profile_mapping_view mv;
 	struct profile_location_view lv;
 	char buf[256];
@@ -232,8 +231,7 @@ static void test_names(void)
 	CHECK_INT(profile__add(p, f, 6, v, NULL, 0), 0);
 	profile__for_each_sample(p, collect, &col);
 	CHECK_INT(col.n, 1);
-	CHECK_STR(profile__location_name(p, col.locs[0][0], buf, sizeof(buf)),
-		  "trainer+0x2234");
+	CHECK_STR(profile__location_name(p, col.locs[0][0], buf, sizeof(buf)), "trainer+0x2234");
 	CHECK_STR(profile__location_name(p, col.locs[0][1], buf, sizeof(buf)),
 		  "std::vector<std::pair<int, \"q\">>::push_back(a\\b&)");
 	CHECK_STR(profile__location_name(p, col.locs[0][2], buf, sizeof(buf)),
@@ -268,7 +266,7 @@ static void test_many(void)
 {
 	struct profile_config c = cfg(0);
 	struct profile *p = profile__new(&c);
-	int64_t v[2] = { 1, 2 };
+	int64_t v[2] = {1, 2};
 	char name[32];
 	int err = 0;
 
@@ -276,8 +274,8 @@ static void test_many(void)
 	for (int r = 0; r < 2; r++) {
 		for (int i = 0; i < 5000 && !err; i++) {
 			struct frame f[2] = {
-				{ .kind = FRAME_PYTHON, .function = name, .file = "a.py", .line = 1 },
-				{ .kind = FRAME_PROCESS, .function = "proc" },
+				{.kind = FRAME_PYTHON, .function = name, .file = "a.py", .line = 1},
+				{.kind = FRAME_PROCESS, .function = "proc"},
 			};
 
 			snprintf(name, sizeof(name), "fn%d", i);

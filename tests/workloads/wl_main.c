@@ -133,7 +133,6 @@ __attribute__((noinline)) static int run_threads(double secs)
 	struct thread_arg a = { secs, 0, work_a }, b = { secs, 0, work_b };
 	pthread_t ta, tb;
 
-	pthread_setname_np(pthread_self(), "wl-main");
 	if (pthread_create(&ta, NULL, thread_a, &a) || pthread_create(&tb, NULL, thread_b, &b))
 		return 1;
 	pthread_setname_np(ta, "wl-thread-a");
@@ -144,11 +143,14 @@ __attribute__((noinline)) static int run_threads(double secs)
 	return 0;
 }
 
+/* A frame with live stack state after the call, so the compiler cannot turn the
+ * recursion into a loop: every level is a real frame. */
 __attribute__((noinline)) uint64_t recurse(int depth, uint64_t n)
 {
-	if (depth <= 0)
-		return leaf_deep(n) + 1;
-	return recurse(depth - 1, n) * 3 + (uint64_t)depth;
+	volatile uint64_t frame_state = n ^ (uint64_t)depth;
+	uint64_t r = depth <= 0 ? leaf_deep(n) : recurse(depth - 1, n);
+
+	return r * 3 + frame_state;
 }
 
 __attribute__((noinline)) static int run_recurse(double secs, int depth)
