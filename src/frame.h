@@ -35,12 +35,12 @@ struct frame_mapping {
  */
 struct frame {
 	enum frame_kind kind;
-	uint32_t line;		       /* source line, 0 when unknown */
-	uint64_t addr;		       /* absolute address (native/kernel), 0 otherwise */
-	const char *function;	       /* demangled function name, or NULL */
-	const char *file;	       /* source file, or NULL */
+	uint32_t line;			 /* source line, 0 when unknown */
+	uint64_t addr;			 /* absolute address (native/kernel), 0 otherwise */
+	const char *function;		 /* demangled function name, or NULL */
+	const char *file;		 /* source file, or NULL */
 	const struct frame_mapping *map; /* NULL for kernel/python/synthetic frames */
-	uint64_t inline_depth;	       /* reserved: 0 */
+	uint64_t inline_depth;		 /* reserved: 0 */
 };
 
 #endif

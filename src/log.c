@@ -11,7 +11,7 @@
 static enum log_level min_level = LOG_WARN;
 static bool json_out;
 
-static const char *const level_names[] = { "error", "warn", "info", "debug" };
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 void log__setup(enum log_level level, bool json)
 {

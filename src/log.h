@@ -17,9 +17,9 @@ void log__print(enum log_level level, const char *module, const char *fmt, ...)
 
 /* Modules define LOG_MODULE before including this header to get short forms. */
 #ifdef LOG_MODULE
-#define pr_err(...) log__print(LOG_ERROR, LOG_MODULE, __VA_ARGS__)
-#define pr_warn(...) log__print(LOG_WARN, LOG_MODULE, __VA_ARGS__)
-#define pr_info(...) log__print(LOG_INFO, LOG_MODULE, __VA_ARGS__)
+#define pr_err(...)   log__print(LOG_ERROR, LOG_MODULE, __VA_ARGS__)
+#define pr_warn(...)  log__print(LOG_WARN, LOG_MODULE, __VA_ARGS__)
+#define pr_info(...)  log__print(LOG_INFO, LOG_MODULE, __VA_ARGS__)
 #define pr_debug(...) log__print(LOG_DEBUG, LOG_MODULE, __VA_ARGS__)
 #endif
 

@@ -10,7 +10,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: mlprof <command> [options]\n"
 		"\n"
-		"eBPF profiler for ML hosts: CPU stacks with native + kernel frames, pprof output,\n"
+		"eBPF profiler for ML hosts: CPU stacks with native + kernel frames, pprof "
+		"output,\n"
 		"flame graphs and continuous upload to Grafana Pyroscope.\n"
 		"\n"
 		"Commands:\n"
@@ -20,7 +21,8 @@ static void usage(FILE *f)
 		"           (mlprof agent --help)\n"
 		"  version  print the version\n"
 		"\n"
-		"Run as root (or with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH).\n");
+		"Run as root (or with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, "
+		"CAP_DAC_READ_SEARCH).\n");
 }
 
 int main(int argc, char **argv)

@@ -12,9 +12,9 @@
 
 enum output_format {
 	OUTPUT_PPROF = 0, /* gzip-compressed pprof protobuf (.pb.gz, .pprof) */
-	OUTPUT_FOLDED,	  /* Brendan Gregg's folded stacks: "root;child;leaf count" (.folded, .txt) */
-	OUTPUT_HTML,	  /* self-contained interactive flame graph page (.html) */
-	OUTPUT_SVG,	  /* self-contained flame graph image (.svg) */
+	OUTPUT_FOLDED, /* Brendan Gregg's folded stacks: "root;child;leaf count" (.folded, .txt) */
+	OUTPUT_HTML,   /* self-contained interactive flame graph page (.html) */
+	OUTPUT_SVG,    /* self-contained flame graph image (.svg) */
 };
 
 /* "pprof|folded|html|svg" -> format. Returns 0 or -EINVAL. */

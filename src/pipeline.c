@@ -123,7 +123,7 @@ static void symbolize_native(struct pipeline *pl, struct proc *p, uint64_t pc, s
 
 static int handle_sample(struct pipeline *pl, const struct mlprof_sample *s, size_t size)
 {
-	struct sample_info info = { 0 };
+	struct sample_info info = {0};
 	char thread_name[MLPROF_COMM_LEN + 1];
 	enum unwind_end end = UNWIND_END_NO_REGS;
 	struct proc *p = NULL;
@@ -223,13 +223,12 @@ static int on_event(void *ctx, const void *data, size_t size)
 	return 0;
 }
 
-struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_cb sink,
-			       void *ctx)
+struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_cb sink, void *ctx)
 {
 	struct pipeline *pl;
-	struct sampler_config scfg = { 0 };
-	struct proc_cache_config pcfg = { 0 };
-	struct symcache_config sym_cfg = { 0 };
+	struct sampler_config scfg = {0};
+	struct proc_cache_config pcfg = {0};
+	struct symcache_config sym_cfg = {0};
 	int err = 0;
 
 	pl = calloc(1, sizeof(*pl));

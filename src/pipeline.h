@@ -18,16 +18,16 @@ struct proc;
 #define PIPELINE_MAX_FRAMES 512
 
 struct pipeline_config {
-	unsigned int freq_hz;	  /* sampling frequency (Hz per CPU) */
-	uint32_t ustack_bytes;	  /* user stack copy per sample */
-	bool filter_pids;	  /* only the pids given (and added later) */
+	unsigned int freq_hz;  /* sampling frequency (Hz per CPU) */
+	uint32_t ustack_bytes; /* user stack copy per sample */
+	bool filter_pids;      /* only the pids given (and added later) */
 	const pid_t *pids;
 	int n_pids;
-	bool follow_children;	  /* include processes forked by filtered ones */
-	bool kernel_frames;	  /* include kernel frames in stacks */
-	size_t symcache_bytes;	  /* bound on symbol tables */
-	size_t max_procs;	  /* bound on cached processes */
-	size_t ringbuf_bytes;	  /* BPF ring buffer size */
+	bool follow_children;  /* include processes forked by filtered ones */
+	bool kernel_frames;    /* include kernel frames in stacks */
+	size_t symcache_bytes; /* bound on symbol tables */
+	size_t max_procs;      /* bound on cached processes */
+	size_t ringbuf_bytes;  /* BPF ring buffer size */
 };
 
 /* What the sink learns about a sample besides its frames. */
@@ -51,19 +51,18 @@ typedef int (*pipeline_sink_cb)(void *ctx, const struct sample_info *info,
 /* Counters the pipeline keeps (plus the BPF counters from the sampler). */
 struct pipeline_stats {
 	uint64_t bpf[MLPROF_STAT__COUNT];
-	uint64_t samples;	   /* samples delivered to the sink */
-	uint64_t unwind_ends[6];   /* by enum unwind_end */
+	uint64_t samples;	 /* samples delivered to the sink */
+	uint64_t unwind_ends[6]; /* by enum unwind_end */
 	uint64_t frames_unsymbolized;
 	uint64_t frames_total;
 	uint64_t proc_events;
-	uint64_t cpu_ns;	   /* user-space CPU time spent processing records */
+	uint64_t cpu_ns; /* user-space CPU time spent processing records */
 	uint64_t symcache_bytes, symcache_tables, symcache_evictions;
 	uint64_t procs_cached, proc_evictions, elf_files;
 };
 
 /* Builds and starts the pipeline (loads BPF). NULL with errno on failure (logged). */
-struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_cb sink,
-			       void *ctx);
+struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_cb sink, void *ctx);
 void pipeline__free(struct pipeline *pl);
 int pipeline__add_pid(struct pipeline *pl, pid_t pid);
 /* Processes records for up to timeout_ms. Returns records handled or -errno. */

@@ -18,20 +18,20 @@ struct proc_map {
 	uint64_t offset;     /* file offset of start */
 	uint64_t inode;
 	uint32_t dev_major, dev_minor;
-	bool exec;	     /* mapped executable */
-	const char *path;    /* as printed in /proc/PID/maps ("" anonymous, "[vdso]", ...) */
+	bool exec;		 /* mapped executable */
+	const char *path;	 /* as printed in /proc/PID/maps ("" anonymous, "[vdso]", ...) */
 	struct frame_mapping fm; /* ready for frames (file/build id filled once the ELF is open) */
 };
 
 struct proc {
 	pid_t pid;
-	bool dead;		  /* the process exited; kept until proc_cache__gc */
-	char comm[16];		  /* process name (main thread comm) */
-	char root[32];		  /* "/proc/PID/root" prefix for files of this process */
+	bool dead;     /* the process exited; kept until proc_cache__gc */
+	char comm[16]; /* process name (main thread comm) */
+	char root[32]; /* "/proc/PID/root" prefix for files of this process */
 	size_t n_maps;
-	struct proc_map *maps;	  /* sorted by start */
-	uint64_t gen;		  /* changes whenever maps are replaced (exec, re-read); unique
-				   * across the cache, so users can drop caches keyed on it */
+	struct proc_map *maps; /* sorted by start */
+	uint64_t gen;	       /* changes whenever maps are replaced (exec, re-read); unique
+				* across the cache, so users can drop caches keyed on it */
 };
 
 struct proc_cache_config {

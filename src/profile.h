@@ -10,7 +10,7 @@
 #include "frame.h"
 
 #define PROFILE_MAX_SAMPLE_TYPES 4
-#define PROFILE_MAX_LABELS 8
+#define PROFILE_MAX_LABELS	 8
 
 struct profile;
 
@@ -24,10 +24,10 @@ struct profile_config {
 	int n_sample_types;
 	struct profile_value_type sample_types[PROFILE_MAX_SAMPLE_TYPES];
 	struct profile_value_type period_type;
-	int64_t period;		 /* e.g. 1e9/Hz nanoseconds */
-	int64_t time_nanos;	 /* start of the window, wall clock ns since epoch */
-	int64_t duration_nanos;	 /* set by profile__set_duration() at the end */
-	size_t max_bytes;	 /* memory bound for interned data (0 = unlimited) */
+	int64_t period;		/* e.g. 1e9/Hz nanoseconds */
+	int64_t time_nanos;	/* start of the window, wall clock ns since epoch */
+	int64_t duration_nanos; /* set by profile__set_duration() at the end */
+	size_t max_bytes;	/* memory bound for interned data (0 = unlimited) */
 };
 
 /* A label on a sample: string value (str != NULL) or numeric value with optional unit. */
@@ -47,8 +47,8 @@ void profile__free(struct profile *p);
  * Identical (stack, labels) pairs are merged by summing values. Returns 0, or -ENOMEM
  * (-ENOSPC when max_bytes is reached: the sample is counted in profile__dropped()).
  */
-int profile__add(struct profile *p, const struct frame *frames, int n_frames,
-		 const int64_t *values, const struct profile_label *labels, int n_labels);
+int profile__add(struct profile *p, const struct frame *frames, int n_frames, const int64_t *values,
+		 const struct profile_label *labels, int n_labels);
 
 void profile__set_duration(struct profile *p, int64_t duration_nanos);
 const struct profile_config *profile__config(const struct profile *p);
@@ -71,7 +71,7 @@ struct profile_sample_view {
 struct profile_location_view {
 	uint64_t id;
 	uint64_t address;
-	uint64_t mapping_id; /* 0 when none */
+	uint64_t mapping_id;  /* 0 when none */
 	uint64_t function_id; /* 0 when unknown */
 	int64_t line;
 	enum frame_kind kind;

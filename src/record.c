@@ -24,7 +24,7 @@
 #include "log.h"
 
 #define MAX_OUTPUTS 8
-#define MAX_PIDS 256
+#define MAX_PIDS    256
 
 struct record_output {
 	const char *path;
@@ -68,27 +68,33 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: mlprof record [options] (-p PID[,PID...] | -a | -- COMMAND [ARGS...])\n"
 		"\n"
-		"Samples CPU stacks (user + kernel) of the targets with eBPF, unwinds them without\n"
+		"Samples CPU stacks (user + kernel) of the targets with eBPF, unwinds them "
+		"without\n"
 		"frame pointers, symbolizes them and writes a pprof profile and a flame graph.\n"
 		"Stops when the duration ends, the command (or every PID) exits, or on Ctrl-C.\n"
 		"\n"
 		"Targets (exactly one):\n"
 		"  -p, --pid PID[,PID...]   profile these running processes (all their threads)\n"
 		"  -a, --all                profile every process on the host\n"
-		"  -- COMMAND [ARGS...]     launch COMMAND and profile it and every process it forks;\n"
+		"  -- COMMAND [ARGS...]     launch COMMAND and profile it and every process it "
+		"forks;\n"
 		"                           mlprof exits with the command's exit status\n"
 		"\n"
 		"Options:\n"
 		"  -F, --freq HZ            sampling frequency per CPU (default 99, 1..10000)\n"
 		"  -d, --duration SECONDS   stop after this long (default: until exit / Ctrl-C;\n"
 		"                           required with -a or -p unless you press Ctrl-C)\n"
-		"  -o, --output FILE        write the profile to FILE; repeat for several files. The\n"
-		"                           format comes from --format or the extension: .pb.gz/.pprof\n"
+		"  -o, --output FILE        write the profile to FILE; repeat for several files. "
+		"The\n"
+		"                           format comes from --format or the extension: "
+		".pb.gz/.pprof\n"
 		"                           (pprof), .html (flame graph page), .svg (flame graph\n"
 		"                           image), .folded/.txt (folded stacks).\n"
 		"                           Default: mlprof.pb.gz and mlprof.html\n"
-		"  -f, --format FMT         pprof|html|svg|folded, for -o files without a known extension\n"
-		"      --stack-size BYTES   user stack bytes copied per sample (default %u, max %u)\n"
+		"  -f, --format FMT         pprof|html|svg|folded, for -o files without a known "
+		"extension\n"
+		"      --stack-size BYTES   user stack bytes copied per sample (default %u, max "
+		"%u)\n"
 		"      --no-kernel          leave kernel frames out of the stacks\n"
 		"      --title TEXT         flame graph title\n"
 		"  -q, --quiet              no summary on stderr\n"
@@ -103,12 +109,12 @@ static void usage(FILE *f)
 }
 
 /* One clear line, then exit status 2 for usage errors. */
-#define usage_error(...)                                                                   \
-	do {                                                                               \
-		fprintf(stderr, "mlprof: record: ");                                       \
-		fprintf(stderr, __VA_ARGS__);                                              \
-		fprintf(stderr, " (see 'mlprof record --help')\n");                        \
-		return -EINVAL;                                                            \
+#define usage_error(...)                                                                           \
+	do {                                                                                       \
+		fprintf(stderr, "mlprof: record: ");                                               \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fprintf(stderr, " (see 'mlprof record --help')\n");                                \
+		return -EINVAL;                                                                    \
 	} while (0)
 
 static int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
@@ -148,19 +154,19 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_STACK = 256, OPT_NO_KERNEL, OPT_TITLE, OPT_LOG };
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "stack-size", required_argument, NULL, OPT_STACK },
-		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
-		{ "title", required_argument, NULL, OPT_TITLE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "log-level", required_argument, NULL, OPT_LOG },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"pid", required_argument, NULL, 'p'},
+		{"all", no_argument, NULL, 'a'},
+		{"freq", required_argument, NULL, 'F'},
+		{"duration", required_argument, NULL, 'd'},
+		{"output", required_argument, NULL, 'o'},
+		{"format", required_argument, NULL, 'f'},
+		{"stack-size", required_argument, NULL, OPT_STACK},
+		{"no-kernel", no_argument, NULL, OPT_NO_KERNEL},
+		{"title", required_argument, NULL, OPT_TITLE},
+		{"quiet", no_argument, NULL, 'q'},
+		{"log-level", required_argument, NULL, OPT_LOG},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	enum log_level level = LOG_WARN;
 	unsigned long v;
@@ -293,12 +299,12 @@ static int record_sink(void *ctx, const struct sample_info *info, const struct f
 {
 	struct record_state *st = ctx;
 	struct profile_label labels[4] = {
-		{ .key = "pid", .num = info->pid },
-		{ .key = "tid", .num = info->tid },
-		{ .key = "thread_name", .str = info->thread_name },
-		{ .key = "process_name", .str = info->proc_name },
+		{.key = "pid", .num = info->pid},
+		{.key = "tid", .num = info->tid},
+		{.key = "thread_name", .str = info->thread_name},
+		{.key = "process_name", .str = info->proc_name},
 	};
-	int64_t values[2] = { info->value, info->value * st->period_ns };
+	int64_t values[2] = {info->value, info->value * st->period_ns};
 	int err;
 
 	err = profile__add(st->prof, frames, n_frames, values, labels, 4);
@@ -409,7 +415,7 @@ static void print_summary(const struct record_opts *o, const struct record_state
 			  struct pipeline *pl, double secs)
 {
 	struct pipeline_stats ps;
-	struct summary_ctx sc = { .prof = st->prof };
+	struct summary_ctx sc = {.prof = st->prof};
 	int64_t total = profile__total(st->prof, 0);
 	uint64_t complete, drops;
 
@@ -421,8 +427,7 @@ static void print_summary(const struct record_opts *o, const struct record_state
 	fprintf(stderr, ", %llu dropped (ring buffer full)", (unsigned long long)drops);
 	if (ps.samples)
 		fprintf(stderr, ", %.1f%% user stacks complete",
-			100.0 * (double)complete /
-				(double)(ps.samples ? ps.samples : 1));
+			100.0 * (double)complete / (double)(ps.samples ? ps.samples : 1));
 	if (ps.samples)
 		fprintf(stderr, ", %.1f us CPU/sample",
 			(double)ps.cpu_ns / 1000.0 / (double)ps.samples);
@@ -490,9 +495,9 @@ static int exit_status_of(int status)
 /* Polls until the duration ends, the targets exit, or a signal arrives. */
 static int run_loop(struct record_opts *o, struct pipeline *pl, pid_t child, int *child_status)
 {
-	uint64_t deadline = o->duration_s > 0 ? now_ns(CLOCK_MONOTONIC) +
-							(uint64_t)(o->duration_s * 1e9)
-					      : UINT64_MAX;
+	uint64_t deadline = o->duration_s > 0
+				    ? now_ns(CLOCK_MONOTONIC) + (uint64_t)(o->duration_s * 1e9)
+				    : UINT64_MAX;
 	uint64_t next_gc = now_ns(CLOCK_MONOTONIC) + 1000000000ull;
 	bool child_done = false;
 	int err;
@@ -534,12 +539,12 @@ static int run_loop(struct record_opts *o, struct pipeline *pl, pid_t child, int
 
 int record__main(int argc, char **argv)
 {
-	struct record_opts o = { 0 };
-	struct record_state st = { .o = &o };
-	struct profile_config pcfg = { 0 };
-	struct pipeline_config plc = { 0 };
+	struct record_opts o = {0};
+	struct record_state st = {.o = &o};
+	struct profile_config pcfg = {0};
+	struct pipeline_config plc = {0};
 	struct pipeline *pl = NULL;
-	struct sigaction sa = { 0 };
+	struct sigaction sa = {0};
 	int status = 0, go_fd = -1, err, ret = 1;
 	pid_t child = -1;
 	uint64_t t0;
@@ -551,9 +556,9 @@ int record__main(int argc, char **argv)
 		return 2;
 
 	pcfg.n_sample_types = 2;
-	pcfg.sample_types[0] = (struct profile_value_type){ "samples", "count" };
-	pcfg.sample_types[1] = (struct profile_value_type){ "cpu", "nanoseconds" };
-	pcfg.period_type = (struct profile_value_type){ "cpu", "nanoseconds" };
+	pcfg.sample_types[0] = (struct profile_value_type){"samples", "count"};
+	pcfg.sample_types[1] = (struct profile_value_type){"cpu", "nanoseconds"};
+	pcfg.period_type = (struct profile_value_type){"cpu", "nanoseconds"};
 	pcfg.period = 1000000000ll / o.freq_hz;
 	pcfg.time_nanos = (int64_t)now_ns(CLOCK_REALTIME);
 	pcfg.max_bytes = 256u << 20;

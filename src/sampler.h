@@ -13,13 +13,13 @@
 struct sampler;
 
 struct sampler_config {
-	unsigned int freq_hz;	 /* cpu-clock sampling frequency per CPU */
-	uint32_t ustack_bytes;	 /* user stack bytes copied per sample (<= MLPROF_MAX_USTACK) */
-	bool filter_pids;	 /* only pids added with sampler__add_pid (else whole host) */
-	bool follow_children;	 /* processes forked by filtered ones are filtered in too */
-	bool skip_idle;		 /* drop samples of the idle task (pid 0) */
-	size_t ringbuf_bytes;	 /* ring buffer size (power of two) */
-	pid_t self_pid;		 /* never sample this process (mlprof itself); 0 = none */
+	unsigned int freq_hz;  /* cpu-clock sampling frequency per CPU */
+	uint32_t ustack_bytes; /* user stack bytes copied per sample (<= MLPROF_MAX_USTACK) */
+	bool filter_pids;      /* only pids added with sampler__add_pid (else whole host) */
+	bool follow_children;  /* processes forked by filtered ones are filtered in too */
+	bool skip_idle;	       /* drop samples of the idle task (pid 0) */
+	size_t ringbuf_bytes;  /* ring buffer size (power of two) */
+	pid_t self_pid;	       /* never sample this process (mlprof itself); 0 = none */
 };
 
 /* Called for every record: data starts with __u32 type (enum mlprof_event_type). */

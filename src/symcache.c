@@ -319,7 +319,8 @@ static int build_sym_cmp(const void *a, const void *b)
 		return x->rank - y->rank;
 	if (x->src != y->src)
 		return x->src - y->src;
-	/* among aliases prefer the public spelling: "clone3" over "__clone3" over "__GI___clone3" */
+	/* among aliases prefer the public spelling: "clone3" over "__clone3" over "__GI___clone3"
+	 */
 	int ux = alias_penalty(x->name), uy = alias_penalty(y->name);
 	if (ux != uy)
 		return ux - uy;

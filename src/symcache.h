@@ -16,15 +16,15 @@ struct symcache_config {
 };
 
 struct sym_result {
-	const char *name;    /* demangled name; owned by the cache, valid until the next call */
-	uint64_t offset;     /* vaddr - symbol start */
-	const char *source;  /* "symtab", "dynsym", "minidebuginfo", "debuginfo" (static string) */
+	const char *name;   /* demangled name; owned by the cache, valid until the next call */
+	uint64_t offset;    /* vaddr - symbol start */
+	const char *source; /* "symtab", "dynsym", "minidebuginfo", "debuginfo" (static string) */
 };
 
 struct symcache_stats {
-	uint64_t tables;     /* symbol tables held */
-	uint64_t bytes;	     /* bytes held by them */
-	uint64_t evictions;  /* tables evicted by the memory bound */
+	uint64_t tables;    /* symbol tables held */
+	uint64_t bytes;	    /* bytes held by them */
+	uint64_t evictions; /* tables evicted by the memory bound */
 	uint64_t lookups, hits;
 };
 

@@ -65,12 +65,12 @@ enum mlprof_reg {
 };
 
 /* mlprof_sample.flags */
-#define MLPROF_SF_USER_REGS 0x1	  /* regs[] hold the thread's user registers */
-#define MLPROF_SF_IN_KERNEL 0x2	  /* the sample interrupted kernel code */
+#define MLPROF_SF_USER_REGS  0x1  /* regs[] hold the thread's user registers */
+#define MLPROF_SF_IN_KERNEL  0x2  /* the sample interrupted kernel code */
 #define MLPROF_SF_USTACK_CUT 0x4  /* stack copy stopped at the size limit, not the stack's end */
 #define MLPROF_SF_USTACK_ERR 0x8  /* the user stack could not be read */
 #define MLPROF_SF_KSTACK_ERR 0x10 /* bpf_get_stack failed for the kernel stack */
-#define MLPROF_SF_KTHREAD 0x20	  /* kernel thread: no user part at all */
+#define MLPROF_SF_KTHREAD    0x20 /* kernel thread: no user part at all */
 
 /*
  * One stack sample. Variable size: the fixed part is followed by ustack_len bytes
@@ -85,9 +85,9 @@ struct mlprof_sample {
 	__u64 value;   /* weight of this sample in the kind's unit (1 for cpu samples) */
 	__u64 aux[2];  /* kind-specific payload (0 for cpu samples) */
 	__u32 cpu;
-	__u32 flags;	  /* MLPROF_SF_* */
-	__u32 kstack_len; /* number of valid entries in kstack[] */
-	__u32 ustack_len; /* bytes of ustack[] that follow */
+	__u32 flags;		    /* MLPROF_SF_* */
+	__u32 kstack_len;	    /* number of valid entries in kstack[] */
+	__u32 ustack_len;	    /* bytes of ustack[] that follow */
 	__u8 comm[MLPROF_COMM_LEN]; /* thread name */
 	__u64 regs[MLPROF_NREGS];
 	__u64 kstack[MLPROF_MAX_KSTACK];

@@ -166,7 +166,8 @@ static void test_httpd(void)
 	r = http(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
 	CHECK(r && !strncmp(r, "HTTP/1.1 200 OK\r\n", 17), "GET /metrics: %s", r ? r : "(none)");
 	CHECK(r && strstr(r, "Content-Type: text/plain; version=0.0.4\r\n"), "content type");
-	CHECK(r && strstr(r, "\r\n\r\n# HELP mlprof_samples_total Samples taken\n"), "body: %s", r ? r : "(none)");
+	CHECK(r && strstr(r, "\r\n\r\n# HELP mlprof_samples_total Samples taken\n"), "body: %s",
+	      r ? r : "(none)");
 	CHECK(r && strstr(r, "Content-Length: "), "length");
 	r = http(port, "GET /metrics?x=1 HTTP/1.0\n\n");
 	CHECK(r && !strncmp(r, "HTTP/1.1 200 OK", 15), "query string: %s", r ? r : "(none)");
@@ -178,12 +179,14 @@ static void test_httpd(void)
 	r = http(port, "POST /metrics HTTP/1.1\r\n\r\n");
 	CHECK(r && !strncmp(r, "HTTP/1.1 405", 12), "405: %s", r ? r : "(none)");
 	r = http(port, "HEAD /metrics HTTP/1.1\r\n\r\n");
-	CHECK(r && !strncmp(r, "HTTP/1.1 200", 12) && !strstr(r, "# HELP"), "HEAD: %s", r ? r : "(none)");
+	CHECK(r && !strncmp(r, "HTTP/1.1 200", 12) && !strstr(r, "# HELP"), "HEAD: %s",
+	      r ? r : "(none)");
 	memset(big, 'a', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	memcpy(big, "GET /", 5);
 	r = http(port, big);
-	CHECK(r && (!strncmp(r, "HTTP/1.1 413", 12) || !*r), "oversized request: %s", r ? r : "(none)");
+	CHECK(r && (!strncmp(r, "HTTP/1.1 413", 12) || !*r), "oversized request: %s",
+	      r ? r : "(none)");
 	r = http(port, "garbage\r\n\r\n");
 	CHECK(r && !strncmp(r, "HTTP/1.1 400", 12), "400: %s", r ? r : "(none)");
 	httpd__free(h);

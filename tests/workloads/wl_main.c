@@ -36,18 +36,18 @@ static double wall_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-#define SPIN(name)                                                                         \
-	__attribute__((noinline)) uint64_t name(uint64_t n)                                 \
-	{                                                                                  \
-		uint64_t h = n * 0x9e3779b97f4a7c15ull + 1;                                \
-		for (uint64_t i = 0; i < n; i++) {                                         \
-			h ^= h << 13;                                                      \
-			h ^= h >> 7;                                                       \
-			h ^= h << 17;                                                      \
-			__asm__ volatile("" : "+r"(h));                                    \
-		}                                                                          \
-		wl_sink += h;                                                              \
-		return h;                                                                  \
+#define SPIN(name)                                                                                 \
+	__attribute__((noinline)) uint64_t name(uint64_t n)                                        \
+	{                                                                                          \
+		uint64_t h = n * 0x9e3779b97f4a7c15ull + 1;                                        \
+		for (uint64_t i = 0; i < n; i++) {                                                 \
+			h ^= h << 13;                                                              \
+			h ^= h >> 7;                                                               \
+			h ^= h << 17;                                                              \
+			__asm__ volatile("" : "+r"(h));                                            \
+		}                                                                                  \
+		wl_sink += h;                                                                      \
+		return h;                                                                          \
 	}
 
 SPIN(leaf_a)
@@ -130,7 +130,7 @@ __attribute__((noinline)) void *thread_b(void *p)
 
 __attribute__((noinline)) static int run_threads(double secs)
 {
-	struct thread_arg a = { secs, 0, work_a }, b = { secs, 0, work_b };
+	struct thread_arg a = {secs, 0, work_a}, b = {secs, 0, work_b};
 	pthread_t ta, tb;
 
 	if (pthread_create(&ta, NULL, thread_a, &a) || pthread_create(&tb, NULL, thread_b, &b))
