@@ -846,7 +846,8 @@ static void agent_free(struct agent *a)
 	for (int i = 0; i < 2; i++)
 		window_reset(&a->win[i], 0);
 	if (a->exp) {
-		int left = exporter__flush(a->exp, 3000);
+		/* bounded shutdown: what is not delivered by then is spooled by free */
+		int left = exporter__flush(a->exp, 2500);
 		if (left > 0)
 			pr_warn("%d profiles not delivered at exit (spooled when a spool is set)",
 				left);

@@ -22,6 +22,7 @@
 #define LIMIT_SAMPLES	    16000
 #define MAX_INFLATE	    (64u << 20)
 #define SEEN_ERRORS	    64
+#define FREE_FLUSH_MS	    500 /* exporter__free's own flush bound */
 
 struct qitem {
 	struct qitem *next;
@@ -135,6 +136,14 @@ static void server_message(const char *body, char *out, size_t len)
 			out[i] = ' ';
 }
 
+/* Aborts a transfer in flight once exporter__free asked the sender to stop. */
+static int on_progress(void *ctx, curl_off_t dlt, curl_off_t dl, curl_off_t ult, curl_off_t ul)
+{
+	struct exporter *e = ctx;
+
+	return __atomic_load_n(&e->stop, __ATOMIC_RELAXED) ? 1 : 0;
+}
+
 enum export_status exporter__http_post(struct exporter *e, const char *url,
 				       const char *content_type, const char *const *hdrs,
 				       const void *body, size_t len, struct export_result *res)
@@ -189,6 +198,9 @@ enum export_status exporter__http_post(struct exporter *e, const char *url,
 	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &rb);
+	curl_easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, e);
 	curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYPEER, c->insecure_skip_verify ? 0L : 1L);
 	curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYHOST, c->insecure_skip_verify ? 0L : 2L);
 	if (c->ca_file && *c->ca_file)
@@ -737,6 +749,8 @@ static bool deliver(struct exporter *e, const struct export_item *it, bool probe
 		pthread_mutex_lock(&e->lock);
 		if (st == EXPORT_SENT) {
 			e->st.pushed++;
+			pr_debug("delivered seq %" PRIu64 " start_ns %" PRId64 " (attempt %u)",
+				 it->seq, it->start_ns, try + 1);
 			if (e->down)
 				pr_info("%s: backend reachable again",
 					e->cfg.url ? e->cfg.url : "");
@@ -934,9 +948,14 @@ void exporter__free(struct exporter *e)
 	if (!e)
 		return;
 	if (e->thread_started) {
-		exporter__flush(e, e->cfg.timeout_ms ? e->cfg.timeout_ms : 1000);
+		/*
+		 * Bounded: callers flush first with their own deadline; this only lets a
+		 * delivery that is about to finish finish. A transfer still in flight is then
+		 * aborted and everything undelivered goes to the spool.
+		 */
+		exporter__flush(e, FREE_FLUSH_MS);
 		pthread_mutex_lock(&e->lock);
-		e->stop = true;
+		__atomic_store_n(&e->stop, true, __ATOMIC_RELAXED);
 		pthread_cond_broadcast(&e->cond);
 		pthread_mutex_unlock(&e->lock);
 		pthread_join(e->thread, NULL);

@@ -162,6 +162,31 @@ cleanup:
 	return err;
 }
 
+/* mkdir -p: creates dir and its missing parents (0700 for the spool itself). 0 or -errno. */
+static int mkdir_parents(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	size_t len = strlen(dir), i;
+
+	if (len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, len + 1);
+	for (i = 1; i < len; i++) {
+		if (path[i] != '/')
+			continue;
+		path[i] = 0;
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -errno;
+		path[i] = '/';
+	}
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	if (stat(path, &st))
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
 struct spool *spool__open(const char *dir, uint64_t max_bytes, unsigned int max_age_s)
 {
 	struct spool *s;
@@ -171,10 +196,10 @@ struct spool *spool__open(const char *dir, uint64_t max_bytes, unsigned int max_
 		errno = EINVAL;
 		return NULL;
 	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		err = -errno;
-		pr_err("cannot create spool directory %s: %s", dir, strerror(errno));
+	err = mkdir_parents(dir);
+	if (err) {
 		errno = -err;
+		pr_err("cannot create spool directory %s: %s", dir, strerror(errno));
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #include "elf.h"
 #include "mlprof/sample.h"
@@ -894,7 +895,7 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 			*end = UNWIND_END_COMPLETE;
 			break;
 		}
-		pcs[n++] = ip;
+		pcs[n++] = ip; if (getenv("UWDBG")) fprintf(stderr, "dbg ip %lx sp %lx\n", (unsigned long)ip, (unsigned long)sp);
 		if (n >= max) {
 			*end = UNWIND_END_MAX_DEPTH;
 			break;

@@ -34,3 +34,10 @@ if(TARGET test_proc)
   add_dependencies(test_proc uw_fixture_lib)
   target_link_libraries(test_proc PRIVATE dl)
 endif()
+
+if(TARGET test_unwind_async)
+  # Asynchronous (SIGPROF) snapshots of release-style code: only DWARF CFI unwinds it.
+  target_compile_options(test_unwind_async PRIVATE -O2 -g -fomit-frame-pointer)
+  target_link_options(test_unwind_async PRIVATE -rdynamic)
+  target_link_libraries(test_unwind_async PRIVATE dl)
+endif()

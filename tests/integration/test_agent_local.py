@@ -11,7 +11,6 @@ with a stdlib protobuf reader as well). Needs root (BPF); exit 77 = skipped.
 Python 3 stdlib only.
 """
 import glob
-import gzip
 import os
 import shutil
 import signal
@@ -22,6 +21,9 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pprof_reader  # noqa: E402
 
 MLPROF = os.environ.get("MLPROF", "build/mlprof")
 WORKLOAD = os.environ.get("AGENT_WORKLOAD", "build/tests/workloads/agent_workload")
@@ -35,52 +37,11 @@ def fail(msg):
     sys.exit(1)
 
 
-# --- minimal pprof reader (protobuf wire format) ---
-def varint(buf, i):
-    shift = result = 0
-    while True:
-        b = buf[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, i
-        shift += 7
-
-
-def fields(buf):
-    i = 0
-    while i < len(buf):
-        key, i = varint(buf, i)
-        fn, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = varint(buf, i)
-        elif wt == 1:
-            v, i = int.from_bytes(buf[i:i + 8], "little"), i + 8
-        elif wt == 2:
-            ln, i = varint(buf, i)
-            v, i = buf[i:i + ln], i + ln
-        elif wt == 5:
-            v, i = int.from_bytes(buf[i:i + 4], "little"), i + 4
-        else:
-            raise ValueError("wire type %d" % wt)
-        yield fn, wt, v
-
-
 def read_pprof(path):
-    data = open(path, "rb").read()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    out = {"time": 0, "duration": 0, "strings": [], "samples": 0}
-    for fn, _, v in fields(data):
-        if fn == 9:
-            out["time"] = v
-        elif fn == 10:
-            out["duration"] = v
-        elif fn == 6:
-            out["strings"].append(v.decode("utf-8", "replace"))
-        elif fn == 2:
-            out["samples"] += 1
-    return out
+    """Window metadata of one profile, read with the shared stdlib pprof reader."""
+    prof = pprof_reader.load(path)
+    return {"time": prof.time_nanos, "duration": prof.duration_nanos,
+            "strings": prof.strings, "samples": len(prof.samples)}
 
 
 def go_raw(path):
