@@ -42,6 +42,7 @@ struct elf_file {
 	size_t len;
 	bool mapped; /* munmap() on release, else free() */
 	uint16_t type;
+	uint64_t entry; /* e_entry (vaddr), 0 when none */
 	struct elf_section *sections;
 	uint32_t nsections;
 	struct load_seg *loads;
@@ -241,6 +242,7 @@ static int parse(struct elf_file *ef)
 	    eh.e_ident[EI_DATA] != ELFDATA2LSB)
 		return -ENOEXEC;
 	ef->type = eh.e_type;
+	ef->entry = eh.e_entry;
 
 	err = parse_sections(ef, &eh);
 	if (err)
@@ -396,6 +398,12 @@ const char *elf_file__path(const struct elf_file *ef)
 uint16_t elf_file__type(const struct elf_file *ef)
 {
 	return ef->type;
+}
+
+/* See elf.h. */
+uint64_t elf_file__entry(const struct elf_file *ef)
+{
+	return ef->entry;
 }
 
 /* See elf.h. */

@@ -34,6 +34,8 @@ void elf_file__put(struct elf_file *ef);
 
 const char *elf_file__path(const struct elf_file *ef);
 uint16_t elf_file__type(const struct elf_file *ef); /* ET_EXEC, ET_DYN, ... */
+/* Entry point (e_entry) as a virtual address of the file; 0 when it has none. */
+uint64_t elf_file__entry(const struct elf_file *ef);
 /* Lowercase hex GNU build id, or NULL when the file has none. */
 const char *elf_file__build_id(const struct elf_file *ef);
 /* .gnu_debuglink file name and CRC, or NULL. */

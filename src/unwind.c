@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "elf.h"
 #include "mlprof/sample.h"
@@ -32,6 +31,14 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 #define MAX_SYNTH_FDES (1u << 21)
 /* Reads this far above the stack copy are taken for stack reads (copy too short). */
 #define STACK_SLACK (8ull << 20)
+/*
+ * Code this far past an ELF entry point (e_entry) with no FDE is taken for the process's
+ * first frame: ld.so's _start (RTLD_START) has no CFI and calls _dl_start, then jumps to
+ * the program, all within its first 0x3d bytes.
+ */
+#define ENTRY_SPAN 64
+/* Mappings end on a page boundary past their segment's end (4 KiB pages on x86-64). */
+#define PAGE_SLACK 4096ull
 /* Fake, non-canonical addresses where synthesized tables are exposed to libunwind. */
 #define FAKE_TABLE_BASE	 0xfff0000000000000ull
 #define FAKE_TABLE_SHIFT 36
@@ -63,6 +70,7 @@ struct eh_table {
 	uint64_t count;	  /* entries */
 	int32_t *synth;	  /* synthesized (initial_loc, fde) pairs, or NULL */
 	uint64_t lo, hi;  /* vaddr extent of the PT_LOAD segments */
+	uint64_t entry;	  /* e_entry, 0 when none */
 	struct elf_section hdr_sec, frame_sec; /* fast paths for reads (data may be NULL) */
 	uint64_t last_use;
 };
@@ -103,7 +111,8 @@ struct uw_call {
 	const struct mlprof_sample *s;
 	uint64_t stack_lo, stack_len;
 	bool stack_cut; /* a read hit the stack above the copy */
-	bool no_info;	/* last find_proc_info found nothing */
+	bool no_info;	/* find_proc_info found nothing during this step */
+	bool at_entry;	/* ... and the pc was at an ELF entry point: the outermost frame */
 	uint64_t no_info_ip;
 };
 
@@ -510,6 +519,7 @@ static struct eh_table *table_get(struct unwinder *u, struct elf_file *ef)
 	if (!t)
 		return NULL;
 	t->ef = elf_file__get(ef);
+	t->entry = elf_file__entry(ef);
 	t->last_use = ++u->tick;
 	table_parse(t);
 	u->tables[u->ntables++] = t;
@@ -564,8 +574,12 @@ static struct uw_obj *obj_for_map(struct uw_call *call, const struct proc_map *m
 	o->hi = t->hi + bias;
 	o->bias = bias;
 	o->t = t;
-	/* the mapping itself must be covered even if PT_LOADs disagree with it */
-	if (o->lo > m->start || o->hi < m->end)
+	/*
+	 * The mapping must lie within the PT_LOAD extent, which the kernel maps in whole
+	 * pages: the [vdso] (a 0x1522-byte segment in a two-page mapping) and every
+	 * segment's last page extend past p_vaddr + p_memsz.
+	 */
+	if (o->lo > m->start || ((o->hi + PAGE_SLACK - 1) & ~(PAGE_SLACK - 1)) < m->end)
 		return NULL;
 	sp->last_obj = sp->nobjs++;
 	return o;
@@ -657,9 +671,8 @@ static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *p
 	m = proc_cache__find_map(call->u->pc, call->p, ip);
 	o = m ? obj_for_map(call, m) : NULL;
 	if (!o || !o->t->ok) {
-		call->no_info = true;
-		call->no_info_ip = ip;
-		return -UNW_ENOINFO;
+		ret = -UNW_ENOINFO;
+		goto no_info;
 	}
 	memset(&di, 0, sizeof(di));
 	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
@@ -673,8 +686,15 @@ static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *p
 		di.u.rti.table_data = o->t->table + o->bias;
 	di.u.rti.table_len = o->t->count * 8 / sizeof(unw_word_t);
 	ret = _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
-	call->no_info = ret == -UNW_ENOINFO;
+	if (ret != -UNW_ENOINFO)
+		return ret;
+no_info:
+	call->no_info = true;
 	call->no_info_ip = ip;
+	/* libunwind asks for ip - 1 in callers' frames: still inside _start */
+	if (o && o->t->entry && ip - o->bias >= o->t->entry &&
+	    ip - o->bias - o->t->entry < ENTRY_SPAN)
+		call->at_entry = true;
 	return ret;
 }
 
@@ -895,7 +915,7 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 			*end = UNWIND_END_COMPLETE;
 			break;
 		}
-		pcs[n++] = ip; if (getenv("UWDBG")) fprintf(stderr, "dbg ip %lx sp %lx\n", (unsigned long)ip, (unsigned long)sp);
+		pcs[n++] = ip;
 		if (n >= max) {
 			*end = UNWIND_END_MAX_DEPTH;
 			break;
@@ -904,8 +924,18 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 		prev_sp = sp;
 		call.stack_cut = false;
 		call.no_info = false;
+		call.at_entry = false;
 		ret = unw_step(&cursor);
-		if (ret > 0)
+		if (call.at_entry) {
+			*end = UNWIND_END_COMPLETE;
+			break;
+		}
+		/*
+		 * Without unwind info libunwind guesses (frame-pointer chain, return address
+		 * at [rsp]); in code built without frame pointers that yields garbage
+		 * frames, so a guessed step ends the unwind instead.
+		 */
+		if (ret > 0 && !call.no_info)
 			continue;
 		if (call.stack_cut)
 			*end = (s->flags & MLPROF_SF_USTACK_CUT) ? UNWIND_END_STACK_CUT

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "stack_copy.h"
 #include "elf.h"
 #include "mlprof/sample.h"
 #include "proc.h"
@@ -43,13 +44,6 @@ static uint64_t stack_end_of(uint64_t sp)
 	return end;
 }
 
-/* Raw copy of live stack memory: sanitizers must not check it (redzones are expected). */
-__attribute__((no_sanitize_address, noinline)) static void
-copy_stack(uint8_t *dst, const uint8_t *src, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		((volatile uint8_t *)dst)[i] = src[i];
-}
 
 static struct mlprof_sample *snap_new(void)
 {
@@ -542,6 +536,64 @@ static void test_vdso(struct proc_cache *pc, struct unwinder *u, struct proc *p,
 	free(v);
 }
 
+/*
+ * The first frames of a process: ld.so's _start has no FDE and the program's _start
+ * ends the chain with .cfi_undefined rip. A pc inside either, or a return address into
+ * ld.so's _start (its call to _dl_start), ends the unwind as complete.
+ */
+static void test_entry(struct proc_cache *pc, struct unwinder *u, struct proc *p,
+		       const struct mlprof_sample *s)
+{
+	uint64_t ld_base = getauxval(AT_BASE), exe_entry = getauxval(AT_ENTRY), ld_entry = 0;
+	uint64_t leaf = (uint64_t)(uintptr_t)uw_leaf, pcs[MAX_PCS];
+	struct mlprof_sample *v = snap_new();
+	const struct proc_map *m = NULL;
+	struct elf_file *ef;
+	enum unwind_end end;
+	int n;
+
+	for (size_t i = 0; i < p->n_maps; i++)
+		if (p->maps[i].start <= ld_base && ld_base < p->maps[i].end && p->maps[i].exec)
+			m = &p->maps[i];
+	for (size_t i = 0; !m && i < p->n_maps; i++)
+		if (p->maps[i].exec && strstr(p->maps[i].path, "/ld-linux"))
+			m = &p->maps[i];
+	ef = m ? proc_cache__map_elf(pc, p, m) : NULL;
+	CHECK(ef != NULL, "no ld.so mapping");
+	if (ef)
+		ld_entry = ld_base + elf_file__entry(ef);
+	CHECK(ef && elf_file__entry(ef) != 0, "ld.so has no e_entry");
+	CHECK(exe_entry != 0, "no AT_ENTRY");
+	if (!ld_entry || !exe_entry)
+		goto cleanup;
+
+	/* pc at ld.so's _start and at the call to _dl_start in it */
+	memcpy(v, s, sizeof(*s) + s->ustack_len);
+	for (uint64_t off = 0; off <= 3; off += 3) {
+		v->regs[MLPROF_REG_IP] = ld_entry + off;
+		n = unwinder__unwind(u, p, v, pcs, MAX_PCS, &end);
+		CHECK_INT(n, 1);
+		CHECK_INT(end, UNWIND_END_COMPLETE);
+	}
+	/* a function called from ld.so's _start (as _dl_start is), stopped at its first insn */
+	v->regs[MLPROF_REG_IP] = leaf;
+	memcpy(v->ustack, &(uint64_t){ld_entry + 8}, 8);
+	v->ustack_len = 64;
+	n = unwinder__unwind(u, p, v, pcs, MAX_PCS, &end);
+	dump("ld.so entry", pcs, n, end);
+	CHECK_INT(n, 2);
+	CHECK_INT(end, UNWIND_END_COMPLETE);
+	CHECK_INT(pcs[1], ld_entry + 8);
+
+	/* the program's own entry point: first instruction of _start */
+	v->regs[MLPROF_REG_IP] = exe_entry;
+	n = unwinder__unwind(u, p, v, pcs, MAX_PCS, &end);
+	CHECK_INT(n, 1);
+	CHECK_INT(end, UNWIND_END_COMPLETE);
+cleanup:
+	free(v);
+}
+
 static void test_perf(struct unwinder *u, struct proc *p, const struct mlprof_sample *s, int nfull)
 {
 	uint64_t pcs[MAX_PCS], t0, dt;
@@ -599,6 +651,7 @@ int main(void)
 	if (nohdr)
 		test_lib(u, p, nohdr, "lib-nohdr");
 	test_vdso(pc, u, p, s, full, nfull);
+	test_entry(pc, u, p, s);
 	test_perf(u, p, s, nfull);
 
 	unwinder__stats(u, &st);

@@ -10,6 +10,7 @@
  *   wl recurse SECONDS DEPTH main -> run_recurse -> recurse x DEPTH -> leaf_deep
  *   wl lib SECONDS           main -> run_lib -> lib_work -> lib_leaf (shared library)
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
