@@ -30,6 +30,13 @@ const volatile bool skip_idle = true;
 const volatile __u32 self_pid = 0;
 /* User stack bytes copied per sample from regs SP upward; <= MLPROF_MAX_USTACK. */
 const volatile __u32 ustack_bytes = MLPROF_DEFAULT_USTACK;
+/*
+ * Batching: with wakeup_bytes > 0 samples do not wake the consumer (it polls on a timer)
+ * until this many bytes are pending, except the first sample of a process not seen yet,
+ * which wakes it at once so that its maps are read while it is still alive. 0 wakes the
+ * consumer for every record.
+ */
+const volatile __u32 wakeup_bytes = 0;
 
 /* --- maps --- */
 
@@ -71,6 +78,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch_rec);
 } scratch SEC(".maps");
+
+/*
+ * Processes that already had a sample delivered (tgid -> 1), so that only the first
+ * sample of a new (or newly exec'ed) process forces an immediate wakeup. LRU: old
+ * entries just cost one extra wakeup.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen SEC(".maps");
 
 /* Counters indexed by enum mlprof_bpf_stat, summed over CPUs by user space. */
 struct {
@@ -207,6 +226,22 @@ static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_
 	return len;
 }
 
+/* Ring-buffer wakeup policy for a sample of tgid (see wakeup_bytes). */
+static __always_inline __u64 wakeup_flags(__u32 tgid)
+{
+	__u8 one = 1;
+
+	if (!wakeup_bytes)
+		return 0;
+	if (!bpf_map_lookup_elem(&seen, &tgid)) {
+		bpf_map_update_elem(&seen, &tgid, &one, BPF_ANY);
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	if (bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -292,7 +327,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	rec->ustack_len = ulen;
 
 submit:
-	if (bpf_ringbuf_output(&rb, rec, sizeof(*rec) + ulen, 0))
+	if (bpf_ringbuf_output(&rb, rec, sizeof(*rec) + ulen, wakeup_flags(tgid)))
 		stat_inc(MLPROF_STAT_RB_FULL);
 	else
 		stat_inc(MLPROF_STAT_SAMPLES);
@@ -315,7 +350,8 @@ static __always_inline void emit_proc_event(__u32 type, __u32 pid, __u32 ppid,
 	e->pad = 0;
 	e->time_ns = bpf_ktime_get_ns();
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), task->comm);
-	bpf_ringbuf_submit(e, 0);
+	/* lifecycle events ride along with the next batch */
+	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
 	stat_inc(MLPROF_STAT_PROC_EVENTS);
 }
 
@@ -350,6 +386,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 
 	if (!pid_wanted(tgid))
 		return 0;
+	/* a new image: its first sample must wake the consumer to read the new maps */
+	bpf_map_delete_elem(&seen, &tgid);
 	emit_proc_event(MLPROF_EV_EXEC, tgid, 0, p);
 	return 0;
 }
@@ -371,6 +409,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	if (!pid_wanted(tgid))
 		return 0;
 	emit_proc_event(MLPROF_EV_EXIT, tgid, 0, p);
+	bpf_map_delete_elem(&seen, &tgid);
 	if (filter_mode == MLPROF_FILTER_PIDS)
 		bpf_map_delete_elem(&pids, &tgid);
 	return 0;

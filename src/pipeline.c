@@ -263,6 +263,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	scfg.skip_idle = true;
 	scfg.ringbuf_bytes = cfg->ringbuf_bytes;
 	scfg.self_pid = getpid();
+	scfg.batch = true; /* pipeline__poll is always called with a timeout */
 	pl->sampler = sampler__new(&scfg, on_event, pl);
 	if (!pl->sampler) {
 		err = -errno;

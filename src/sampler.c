@@ -303,6 +303,8 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 	skel->rodata->skip_idle = cfg->skip_idle;
 	skel->rodata->self_pid = cfg->self_pid > 0 ? (__u32)cfg->self_pid : 0;
 	skel->rodata->ustack_bytes = cfg->ustack_bytes;
+	/* batch: wake the consumer when an eighth of the ring is pending (or for a new pid) */
+	skel->rodata->wakeup_bytes = cfg->batch ? ringbuf_size(cfg->ringbuf_bytes) / 8 : 0;
 
 	err = bpf_map__set_max_entries(skel->maps.rb, ringbuf_size(cfg->ringbuf_bytes));
 	if (!err)
@@ -388,7 +390,16 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	if (!s)
 		return -EINVAL;
-	return ring_buffer__poll(s->rb, timeout_ms);
+	int n, m;
+
+	n = ring_buffer__poll(s->rb, timeout_ms);
+	if (n < 0)
+		return n;
+	/* batched records raise no epoll event: consume whatever is pending */
+	m = ring_buffer__consume(s->rb);
+	if (m < 0)
+		return m;
+	return n + m;
 }
 
 /* Fills out[MLPROF_STAT__COUNT] with the counters summed over CPUs; 0 or -errno. */

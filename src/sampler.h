@@ -20,6 +20,8 @@ struct sampler_config {
 	bool skip_idle;	       /* drop samples of the idle task (pid 0) */
 	size_t ringbuf_bytes;  /* ring buffer size (power of two) */
 	pid_t self_pid;	       /* never sample this process (mlprof itself); 0 = none */
+	bool batch; /* wake the consumer only for new pids or a filling ring: the caller must
+		     * poll with a timeout (sampler__poll) */
 };
 
 /* Called for every record: data starts with __u32 type (enum mlprof_event_type). */
