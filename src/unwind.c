@@ -42,6 +42,13 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 /* Fake, non-canonical addresses where synthesized tables are exposed to libunwind. */
 #define FAKE_TABLE_BASE	 0xfff0000000000000ull
 #define FAKE_TABLE_SHIFT 36
+/* Offsets in an object's fake range of its translated .debug_frame index and image. */
+#define FAKE_DBG_TABLE (1ull << 34)
+#define FAKE_DBG_IMAGE (1ull << 35)
+/* Largest .debug_frame section translated (larger ones are skipped and counted). */
+#define MAX_DEBUG_FRAME (64u << 20)
+/* Bound on the translated .debug_frame images and indexes held by all tables together. */
+#define MAX_DEBUG_FRAME_TOTAL (256ull << 20)
 
 #ifndef PT_GNU_EH_FRAME
 #define PT_GNU_EH_FRAME 0x6474e550
@@ -73,6 +80,12 @@ struct eh_table {
 	uint64_t entry;	  /* e_entry, 0 when none */
 	struct elf_section hdr_sec, frame_sec; /* fast paths for reads (data may be NULL) */
 	uint64_t last_use;
+	/* .debug_frame translated on first need: 0 not tried, 1 ready, -1 none/unusable */
+	int dbg_state;
+	uint8_t *dbg_image; /* .eh_frame form of .debug_frame, FDE addresses absolute */
+	size_t dbg_image_len;
+	int32_t *dbg_tab; /* sorted (pc - lo, FDE offset in dbg_image) pairs */
+	uint64_t dbg_count;
 };
 
 /* One ELF image placed in a process: runtime = vaddr + bias. */
@@ -100,6 +113,7 @@ struct unwinder {
 	struct eh_table *tables[MAX_TABLES];
 	size_t ntables;
 	uint64_t tick;
+	uint64_t dbg_bytes; /* held in translated .debug_frame images and indexes */
 	struct unwind_stats stats;
 };
 
@@ -398,6 +412,239 @@ static int synth_table(struct eh_table *t)
 	return 0;
 }
 
+/* ---- .debug_frame translated into an .eh_frame image ---- */
+
+struct dbg_cie_map {
+	uint64_t in_off;
+	uint32_t out_off;
+	bool ok;
+};
+
+/* Growable output buffer bounded by MAX_DEBUG_FRAME. */
+struct obuf {
+	uint8_t *p;
+	size_t len, cap;
+	int err;
+};
+
+static uint8_t *obuf_grow(struct obuf *o, size_t n)
+{
+	uint8_t *at;
+
+	if (o->err)
+		return NULL;
+	if (n > MAX_DEBUG_FRAME || o->len > MAX_DEBUG_FRAME - n) {
+		o->err = -E2BIG;
+		return NULL;
+	}
+	if (o->len + n > o->cap) {
+		size_t ncap = o->cap ? o->cap : 4096;
+		uint8_t *p;
+
+		while (ncap < o->len + n)
+			ncap *= 2;
+		p = realloc(o->p, ncap);
+		if (!p) {
+			o->err = -ENOMEM;
+			return NULL;
+		}
+		o->p = p;
+		o->cap = ncap;
+	}
+	at = o->p + o->len;
+	o->len += n;
+	return at;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Reads an initial length; sets *end to the entry's end and *is64 for the 64-bit format. */
+static bool dbg_entry_len(struct cur *c, const uint8_t **end, bool *is64)
+{
+	uint64_t len = cur_uint(c, 4);
+
+	*is64 = len == 0xffffffffu;
+	if (*is64)
+		len = cur_uint(c, 8);
+	if (c->bad || len > (uint64_t)(c->end - c->p))
+		return false;
+	*end = c->p + len;
+	return true;
+}
+
+/*
+ * Appends the .eh_frame form of the .debug_frame CIE at in_off: CIE id 0, version 4
+ * becomes 3 without its address and segment sizes, everything else is kept. Only an
+ * empty augmentation is taken, so FDE addresses stay absolute 8-byte values (libunwind's
+ * default for a CIE without 'R'). Returns false when the CIE is corrupt or unsupported.
+ */
+static bool dbg_put_cie(const uint8_t *df, size_t df_len, uint64_t in_off, struct obuf *o,
+			uint32_t *out_off)
+{
+	struct cur c = {df, df + df_len, 0, false};
+	const uint8_t *end, *rest;
+	uint64_t id;
+	uint8_t version, *w;
+	bool is64;
+	size_t n;
+
+	cur_skip(&c, in_off);
+	if (c.bad || !dbg_entry_len(&c, &end, &is64))
+		return false;
+	c.end = end;
+	id = cur_uint(&c, is64 ? 8 : 4);
+	version = (uint8_t)cur_uint(&c, 1);
+	if (c.bad || id != (is64 ? UINT64_MAX : 0xffffffffu) ||
+	    (version != 1 && version != 3 && version != 4))
+		return false;
+	if (cur_uint(&c, 1) != 0) /* augmentation string */
+		return false;
+	if (version == 4 && (cur_uint(&c, 1) != 8 || cur_uint(&c, 1) != 0))
+		return false; /* address size, segment selector size */
+	rest = c.p;
+	cur_uleb(&c); /* code alignment */
+	cur_sleb(&c); /* data alignment */
+	if (version == 1)
+		cur_skip(&c, 1);
+	else
+		cur_uleb(&c); /* return address column */
+	if (c.bad)
+		return false;
+	n = (size_t)(end - rest);
+	if (n > UINT32_MAX - 6 || o->len > INT32_MAX)
+		return false;
+	*out_off = (uint32_t)o->len;
+	w = obuf_grow(o, 4 + 4 + 1 + 1 + n);
+	if (!w)
+		return false;
+	put_u32(w, (uint32_t)(4 + 1 + 1 + n));
+	put_u32(w + 4, 0);
+	w[8] = version == 4 ? 3 : version;
+	w[9] = 0;
+	memcpy(w + 10, rest, n);
+	return true;
+}
+
+/*
+ * See unwind.h. Every length and offset is checked against the section; a bad entry
+ * length ends the walk (what came before is kept), a bad CIE drops its FDEs.
+ */
+int unwind__debug_frame_to_eh(const uint8_t *df, size_t df_len, uint64_t lo, uint64_t hi,
+			      uint8_t **image, size_t *image_len, int32_t **index)
+{
+	struct dbg_cie_map cies[64];
+	size_t ncies = 0, next_cie = 0, n = 0, cap = 0;
+	struct obuf o = {NULL, 0, 0, 0};
+	int32_t *tab = NULL;
+	uint64_t off = 0;
+	int err;
+
+	*image = NULL;
+	*image_len = 0;
+	*index = NULL;
+	if (!df || hi <= lo || hi - lo > INT32_MAX || df_len > MAX_DEBUG_FRAME)
+		return -EINVAL;
+	while (df_len - off >= 4) {
+		struct cur c = {df + off, df + df_len, off, false};
+		const uint8_t *end;
+		uint64_t cie_off, pc, range;
+		uint32_t out_cie = 0;
+		bool is64, found = false, ok = false;
+		uint8_t *w;
+		size_t ninstr, fde_off;
+
+		if (!dbg_entry_len(&c, &end, &is64))
+			break; /* a bad length: nothing after it can be found */
+		uint64_t next = (uint64_t)(end - df);
+
+		if (end == c.p)
+			goto next; /* zero-length padding */
+		c.end = end;
+		cie_off = cur_uint(&c, is64 ? 8 : 4);
+		if (c.bad || cie_off == (is64 ? UINT64_MAX : 0xffffffffu))
+			goto next; /* a CIE: written when an FDE uses it */
+		for (size_t i = 0; i < ncies; i++) {
+			if (cies[i].in_off == cie_off) {
+				ok = cies[i].ok;
+				out_cie = cies[i].out_off;
+				found = true;
+				break;
+			}
+		}
+		if (!found) {
+			/* a CIE must be a different entry, not this FDE */
+			ok = cie_off != off && dbg_put_cie(df, df_len, cie_off, &o, &out_cie);
+			if (o.err)
+				break;
+			cies[next_cie] = (struct dbg_cie_map){cie_off, out_cie, ok};
+			next_cie = (next_cie + 1) % (sizeof(cies) / sizeof(cies[0]));
+			if (ncies < sizeof(cies) / sizeof(cies[0]))
+				ncies++;
+		}
+		if (!ok)
+			goto next;
+		pc = cur_uint(&c, 8);
+		range = cur_uint(&c, 8);
+		/* code dropped by the linker has pc 0 or a tombstone (-1, -2) outside [lo, hi) */
+		if (c.bad || pc < lo || pc >= hi || !range || range > hi - pc)
+			goto next;
+		if (o.len > INT32_MAX || n >= MAX_SYNTH_FDES)
+			break;
+		ninstr = (size_t)(end - c.p);
+		if (ninstr > UINT32_MAX - 20)
+			goto next;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			int32_t *p = realloc(tab, ncap * 2 * sizeof(*tab));
+
+			if (!p) {
+				o.err = -ENOMEM;
+				break;
+			}
+			tab = p;
+			cap = ncap;
+		}
+		fde_off = o.len;
+		w = obuf_grow(&o, 4 + 4 + 8 + 8 + ninstr);
+		if (!w)
+			break;
+		tab[2 * n] = (int32_t)(pc - lo);
+		tab[2 * n + 1] = (int32_t)fde_off;
+		put_u32(w, (uint32_t)(4 + 8 + 8 + ninstr));
+		/* eh_frame CIE pointer: distance back from this field to the CIE */
+		put_u32(w + 4, (uint32_t)(fde_off + 4 - out_cie));
+		put_u64(w + 8, pc);
+		put_u64(w + 16, range);
+		memcpy(w + 24, c.p, ninstr);
+		n++;
+	next:
+		off = next;
+	}
+	err = o.err;
+	if (!err && !n)
+		err = -ENOENT;
+	if (err) {
+		free(o.p);
+		free(tab);
+		return err;
+	}
+	qsort(tab, n, 2 * sizeof(*tab), cmp_pair);
+	*image = o.p;
+	*image_len = o.len;
+	*index = tab;
+	return (int)n;
+}
+
 /* Finds PT_LOAD extent and PT_GNU_EH_FRAME in the program headers (bounds checked). */
 static void scan_phdrs(struct eh_table *t, uint64_t *ehf_vaddr)
 {
@@ -495,6 +742,8 @@ static void table_free(struct eh_table *t)
 		return;
 	elf_file__put(t->ef);
 	free(t->synth);
+	free(t->dbg_image);
+	free(t->dbg_tab);
 	free(t);
 }
 
@@ -514,6 +763,7 @@ static struct eh_table *table_get(struct unwinder *u, struct elf_file *ef)
 		for (size_t i = 0; i < u->ntables; i++)
 			table_free(u->tables[i]);
 		u->ntables = 0;
+		u->dbg_bytes = 0;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -524,6 +774,51 @@ static struct eh_table *table_get(struct unwinder *u, struct elf_file *ef)
 	table_parse(t);
 	u->tables[u->ntables++] = t;
 	return t;
+}
+
+/*
+ * Translates t's .debug_frame on first need (code built without .eh_frame: for instance
+ * -fno-asynchronous-unwind-tables -g, hand-written assembly). True when it is ready.
+ */
+static bool table_debug_frame(struct unwinder *u, struct eh_table *t)
+{
+	struct elf_section sec;
+	uint64_t bytes;
+	int n;
+
+	if (t->dbg_state)
+		return t->dbg_state > 0;
+	t->dbg_state = -1;
+	if (elf_file__section(t->ef, ".debug_frame", &sec) || !sec.data || !sec.size)
+		return false;
+	if (sec.size > MAX_DEBUG_FRAME || u->dbg_bytes + sec.size > MAX_DEBUG_FRAME_TOTAL) {
+		u->stats.debug_frame_skipped++;
+		return false;
+	}
+	n = unwind__debug_frame_to_eh(sec.data, sec.size, t->lo, t->hi, &t->dbg_image,
+				      &t->dbg_image_len, &t->dbg_tab);
+	if (n == -E2BIG) {
+		u->stats.debug_frame_skipped++;
+		return false;
+	}
+	if (n <= 0) {
+		pr_debug("no usable .debug_frame in %s: %s", elf_file__path(t->ef), strerror(-n));
+		return false;
+	}
+	bytes = t->dbg_image_len + (uint64_t)n * 8;
+	if (u->dbg_bytes + bytes > MAX_DEBUG_FRAME_TOTAL) {
+		free(t->dbg_image);
+		free(t->dbg_tab);
+		t->dbg_image = NULL;
+		t->dbg_tab = NULL;
+		u->stats.debug_frame_skipped++;
+		return false;
+	}
+	u->dbg_bytes += bytes;
+	u->stats.debug_frame_tables++;
+	t->dbg_count = (uint64_t)n;
+	t->dbg_state = 1;
+	return true;
 }
 
 /* ---- address spaces ---- */
@@ -666,28 +961,48 @@ static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *p
 	const struct proc_map *m;
 	struct uw_obj *o;
 	unw_dyn_info_t di;
+	uint64_t fake;
 	int ret;
 
 	m = proc_cache__find_map(call->u->pc, call->p, ip);
 	o = m ? obj_for_map(call, m) : NULL;
-	if (!o || !o->t->ok) {
-		ret = -UNW_ENOINFO;
+	ret = -UNW_ENOINFO;
+	if (!o)
 		goto no_info;
+	fake = FAKE_TABLE_BASE + ((uint64_t)(o - call->sp->objs) << FAKE_TABLE_SHIFT);
+	if (o->t->ok) {
+		memset(&di, 0, sizeof(di));
+		di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+		di.start_ip = m->start;
+		di.end_ip = m->end;
+		di.u.rti.segbase = o->t->segbase + o->bias;
+		if (o->t->synth)
+			di.u.rti.table_data = fake;
+		else
+			di.u.rti.table_data = o->t->table + o->bias;
+		di.u.rti.table_len = o->t->count * 8 / sizeof(unw_word_t);
+		ret = _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+		if (ret != -UNW_ENOINFO)
+			return ret;
 	}
-	memset(&di, 0, sizeof(di));
-	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-	di.start_ip = m->start;
-	di.end_ip = m->end;
-	di.u.rti.segbase = o->t->segbase + o->bias;
-	if (o->t->synth)
-		di.u.rti.table_data =
-			FAKE_TABLE_BASE + ((uint64_t)(o - call->sp->objs) << FAKE_TABLE_SHIFT);
-	else
-		di.u.rti.table_data = o->t->table + o->bias;
-	di.u.rti.table_len = o->t->count * 8 / sizeof(unw_word_t);
-	ret = _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
-	if (ret != -UNW_ENOINFO)
-		return ret;
+	if (table_debug_frame(call->u, o->t)) {
+		/*
+		 * Index entries are relative to the object's lowest vaddr (start_ip), FDE
+		 * offsets to the image (segbase); FDE addresses are link-time values that
+		 * libunwind moves by load_offset.
+		 */
+		memset(&di, 0, sizeof(di));
+		di.format = UNW_INFO_FORMAT_IP_OFFSET;
+		di.start_ip = o->lo;
+		di.end_ip = m->end > o->hi ? m->end : o->hi;
+		di.load_offset = o->bias;
+		di.u.rti.segbase = fake + FAKE_DBG_IMAGE;
+		di.u.rti.table_data = fake + FAKE_DBG_TABLE;
+		di.u.rti.table_len = o->t->dbg_count * 8 / sizeof(unw_word_t);
+		ret = _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+		if (ret != -UNW_ENOINFO)
+			return ret;
+	}
 no_info:
 	call->no_info = true;
 	call->no_info_ip = ip;
@@ -728,18 +1043,28 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp, in
 		uint64_t idx = (addr - FAKE_TABLE_BASE) >> FAKE_TABLE_SHIFT;
 		uint64_t off = (addr - FAKE_TABLE_BASE) & ((1ull << FAKE_TABLE_SHIFT) - 1);
 
-		if (idx < call->sp->nobjs && call->sp->objs[idx].t->synth) {
-			const struct eh_table *t = call->sp->objs[idx].t;
-			uint64_t size = t->count * 8;
+		const struct eh_table *t = idx < call->sp->nobjs ? call->sp->objs[idx].t : NULL;
+		const uint8_t *data = NULL;
+		uint64_t size = 0;
 
-			if (off < size) {
-				uint8_t b[8] = {0};
+		if (t && off >= FAKE_DBG_IMAGE) {
+			data = t->dbg_image;
+			size = t->dbg_image_len;
+			off -= FAKE_DBG_IMAGE;
+		} else if (t && off >= FAKE_DBG_TABLE) {
+			data = (const uint8_t *)t->dbg_tab;
+			size = t->dbg_count * 8;
+			off -= FAKE_DBG_TABLE;
+		} else if (t) {
+			data = (const uint8_t *)t->synth;
+			size = t->count * 8;
+		}
+		if (data && off < size) {
+			uint8_t b[8] = {0};
 
-				memcpy(b, (const uint8_t *)t->synth + off,
-				       size - off < 8 ? size - off : 8);
-				memcpy(valp, b, 8);
-				return 0;
-			}
+			memcpy(b, data + off, size - off < 8 ? size - off : 8);
+			memcpy(valp, b, 8);
+			return 0;
 		}
 		return -UNW_EINVAL;
 	}

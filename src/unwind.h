@@ -25,6 +25,8 @@ struct unwind_stats {
 	uint64_t unwinds;
 	uint64_t ends[6]; /* indexed by enum unwind_end */
 	uint64_t frames;
+	uint64_t debug_frame_tables;  /* .debug_frame sections translated for unwinding */
+	uint64_t debug_frame_skipped; /* ... left unused: over the per-file or total size bound */
 };
 
 /* Creates an unwinder that resolves code through pc's maps. NULL with errno on failure. */
@@ -40,6 +42,18 @@ void unwinder__free(struct unwinder *u);
 int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sample *s,
 		     uint64_t *pcs, int max, enum unwind_end *end);
 const char *unwind_end__str(enum unwind_end end);
+
 void unwinder__stats(const struct unwinder *u, struct unwind_stats *out);
+
+/*
+ * Translates a .debug_frame section (untrusted bytes, df_len <= 64 MiB) describing code at
+ * link-time vaddrs [lo, hi) (hi - lo < 2 GiB) into an .eh_frame-style image whose FDEs hold
+ * absolute 8-byte addresses, and a sorted index of (pc - lo, FDE offset in image) int32
+ * pairs. Used by the unwinder; exposed for tests. Returns the number of index pairs (> 0),
+ * -ENOENT when no FDE is usable, -E2BIG past the size bound, -EINVAL or -ENOMEM. On
+ * success the caller owns *image (*image_len bytes) and *index and frees them with free().
+ */
+int unwind__debug_frame_to_eh(const uint8_t *df, size_t df_len, uint64_t lo, uint64_t hi,
+			      uint8_t **image, size_t *image_len, int32_t **index);
 
 #endif

@@ -17,6 +17,14 @@ target_link_options(uw_fixture_nohdr PRIVATE -Wl,--no-eh-frame-hdr)
 set_target_properties(uw_fixture_nohdr PROPERTIES OUTPUT_NAME uwfix_nohdr
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fixtures-unwind)
 
+# Same code with no .eh_frame at all, only .debug_frame (-g without unwind tables): the
+# unwinder must translate .debug_frame. test_unwind checks the library really has that shape.
+add_library(uw_fixture_dbgframe SHARED ${CMAKE_CURRENT_SOURCE_DIR}/fixtures-unwind/uw_lib.c)
+target_compile_options(uw_fixture_dbgframe PRIVATE ${MLPROF_WARNINGS} ${UW_FIXTURE_FLAGS}
+  -fno-asynchronous-unwind-tables -fno-unwind-tables)
+set_target_properties(uw_fixture_dbgframe PROPERTIES OUTPUT_NAME uwfix_dbgframe
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fixtures-unwind)
+
 if(TARGET test_unwind)
   # The test's call chain (leaf..main) is compiled like release code; -rdynamic lets
   # dladdr() name the executable's own functions.
@@ -25,8 +33,9 @@ if(TARGET test_unwind)
   target_link_libraries(test_unwind PRIVATE dl)
   target_compile_definitions(test_unwind PRIVATE
     UW_FIXTURE_LIB="$<TARGET_FILE:uw_fixture_lib>"
-    UW_FIXTURE_NOHDR="$<TARGET_FILE:uw_fixture_nohdr>")
-  add_dependencies(test_unwind uw_fixture_lib uw_fixture_nohdr)
+    UW_FIXTURE_NOHDR="$<TARGET_FILE:uw_fixture_nohdr>"
+    UW_FIXTURE_DBGFRAME="$<TARGET_FILE:uw_fixture_dbgframe>")
+  add_dependencies(test_unwind uw_fixture_lib uw_fixture_nohdr uw_fixture_dbgframe)
 endif()
 
 if(TARGET test_proc)

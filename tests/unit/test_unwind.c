@@ -44,7 +44,6 @@ static uint64_t stack_end_of(uint64_t sp)
 	return end;
 }
 
-
 static struct mlprof_sample *snap_new(void)
 {
 	struct mlprof_sample *s = calloc(1, sizeof(*s) + SNAP_STACK);
@@ -467,6 +466,276 @@ static void test_fixture_nohdr_shape(void)
 	elf_file__put(ef);
 }
 
+/* Count of FDEs (entries with a non-zero CIE pointer) in an .eh_frame section. */
+static int eh_frame_fdes(const struct elf_section *sec)
+{
+	uint64_t off = 0;
+	int n = 0;
+
+	while (sec->data && sec->size - off >= 8) {
+		uint32_t len, id;
+
+		memcpy(&len, sec->data + off, 4);
+		if (len == 0 || len == 0xffffffffu || len > sec->size - off - 4)
+			break;
+		memcpy(&id, sec->data + off + 4, 4);
+		n += id != 0;
+		off += 4 + (uint64_t)len;
+	}
+	return n;
+}
+
+/*
+ * Checks that the debug-frame fixture has .debug_frame and no FDE in .eh_frame: else the
+ * toolchain ignored -fno-asynchronous-unwind-tables and the test proves nothing.
+ */
+static void test_fixture_dbgframe_shape(void)
+{
+	struct elf_file *ef = elf_file__open(UW_FIXTURE_DBGFRAME);
+	struct elf_section sec;
+
+	CHECK(ef != NULL, "cannot open %s", UW_FIXTURE_DBGFRAME);
+	if (!ef)
+		return;
+	CHECK_INT(elf_file__section(ef, ".debug_frame", &sec), 0);
+	CHECK(sec.size >= 64, ".debug_frame of %" PRIu64 " bytes", sec.size);
+	if (!elf_file__section(ef, ".eh_frame", &sec))
+		CHECK_INT(eh_frame_fdes(&sec), 0);
+	if (!elf_file__section(ef, ".eh_frame_hdr", &sec) && sec.data && sec.size >= 12) {
+		uint32_t count;
+
+		memcpy(&count, sec.data + 8, 4);
+		CHECK_INT(count, 0);
+	}
+	elf_file__put(ef);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/*
+ * Checks a translated image: every index entry names an FDE inside the image whose CIE
+ * pointer leads back to a CIE (id 0, version 1 or 3, augmentation "") and whose absolute
+ * pc is lo + the index's offset; the index is sorted. Returns the number of bad entries.
+ */
+static int check_translated(const uint8_t *img, size_t len, const int32_t *idx, int n, uint64_t lo)
+{
+	int bad = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint64_t fde = (uint64_t)(uint32_t)idx[2 * i + 1], cie;
+		uint32_t flen, cptr, clen;
+
+		if (i && idx[2 * i] < idx[2 * i - 2])
+			bad++;
+		if (idx[2 * i + 1] < 0 || fde + 24 > len) {
+			bad++;
+			continue;
+		}
+		flen = rd32(img + fde);
+		cptr = rd32(img + fde + 4);
+		if (flen < 20 || flen > len - fde - 4 || cptr == 0 || cptr > fde + 4) {
+			bad++;
+			continue;
+		}
+		cie = fde + 4 - cptr;
+		if (cie + 10 > len) {
+			bad++;
+			continue;
+		}
+		clen = rd32(img + cie);
+		if (clen < 6 || clen > len - cie - 4 || rd32(img + cie + 4) != 0 ||
+		    (img[cie + 8] != 1 && img[cie + 8] != 3) || img[cie + 9] != 0)
+			bad++;
+		if (rd64(img + fde + 8) != lo + (uint64_t)(int64_t)idx[2 * i])
+			bad++;
+	}
+	return bad;
+}
+
+/* Translates df and checks the result whatever it is; returns the FDE count or -errno. */
+static int translate_checked(const uint8_t *df, size_t len, uint64_t lo, uint64_t hi)
+{
+	uint8_t *img = NULL;
+	int32_t *idx = NULL;
+	size_t img_len = 0;
+	int n = unwind__debug_frame_to_eh(df, len, lo, hi, &img, &img_len, &idx);
+
+	if (n > 0) {
+		CHECK(img && idx && img_len > 0, "n %d without output", n);
+		if (img && idx)
+			CHECK_INT(check_translated(img, img_len, idx, n, lo), 0);
+	} else {
+		CHECK(!img && !idx, "output on failure %d", n);
+	}
+	free(img);
+	free(idx);
+	return n;
+}
+
+/* The fixture's real .debug_frame, then corrupted in every way we can think of. */
+static void test_debug_frame_translate(void *lib)
+{
+	struct elf_file *ef = elf_file__open(UW_FIXTURE_DBGFRAME);
+	const char *const fns[] = {"uwlib_leaf", "uwlib_mid", "uwlib_entry"};
+	const uint64_t lo = 0, hi = 1ull << 30;
+	struct elf_section sec;
+	uint8_t *img = NULL, *df = NULL;
+	int32_t *idx = NULL;
+	size_t img_len = 0, len;
+	Dl_info info;
+	int n, full = 0;
+
+	CHECK(ef != NULL, "cannot open %s", UW_FIXTURE_DBGFRAME);
+	if (!ef || elf_file__section(ef, ".debug_frame", &sec) || !sec.data)
+		goto cleanup;
+	len = sec.size;
+	df = malloc(len);
+	CHECK(df != NULL, "malloc");
+	if (!df)
+		goto cleanup;
+
+	/*
+	 * The good section: an FDE per function, at the functions' link-time addresses
+	 * (3, or more where sanitizer builds add module constructors).
+	 */
+	n = unwind__debug_frame_to_eh(sec.data, len, lo, hi, &img, &img_len, &idx);
+	CHECK(n >= 3, "%d FDEs", n);
+	full = n;
+	if (n >= 3) {
+		CHECK_INT(check_translated(img, img_len, idx, n, lo), 0);
+		for (int i = 0; i < 3; i++) {
+			void *fn = dlsym(lib, fns[i]);
+			bool hit = false;
+
+			CHECK(fn && dladdr(fn, &info), "%s not found", fns[i]);
+			if (!fn || !dladdr(fn, &info))
+				continue;
+			for (int j = 0; j < n; j++)
+				hit |= (uint64_t)idx[2 * j] ==
+				       (uint64_t)((uintptr_t)fn - (uintptr_t)info.dli_fbase);
+			CHECK(hit, "no FDE at %s", fns[i]);
+		}
+	}
+	free(img);
+	free(idx);
+	img = NULL;
+	idx = NULL;
+
+	/* code range excluding everything: no usable FDE */
+	CHECK_INT(translate_checked(sec.data, len, hi, hi + 4096), -ENOENT);
+	CHECK_INT(translate_checked(sec.data, len, lo, lo), -EINVAL);
+	CHECK_INT(translate_checked(NULL, 0, lo, hi), -EINVAL);
+
+	/* truncated at every length: never more FDEs, never a bad one */
+	for (size_t cut = 0; cut < len; cut++) {
+		memcpy(df, sec.data, cut);
+		n = translate_checked(df, cut, lo, hi);
+		CHECK(n == -ENOENT || (n > 0 && n < full), "cut %zu: %d", cut, n);
+	}
+	/* every byte replaced by values that upset lengths, ids and LEBs */
+	const uint8_t vals[] = {0x00, 0x01, 0x04, 0x7f, 0x80, 0xfe, 0xff};
+
+	for (size_t i = 0; i < len; i++) {
+		for (size_t v = 0; v < sizeof(vals); v++) {
+			memcpy(df, sec.data, len);
+			df[i] = vals[v];
+			n = translate_checked(df, len, lo, hi);
+			CHECK(n == -ENOENT || (n > 0 && n <= full), "byte %zu = %#x: %d", i,
+			      vals[v], n);
+		}
+	}
+	/* bad lengths: past the end, the 64-bit escape with garbage, zero */
+	memcpy(df, sec.data, len);
+	memcpy(df, &(uint32_t){0xffffffffu}, 4);
+	CHECK_INT(translate_checked(df, len, lo, hi), -ENOENT);
+	memcpy(df, &(uint32_t){(uint32_t)len}, 4);
+	CHECK_INT(translate_checked(df, len, lo, hi), -ENOENT);
+	/* bad CIE pointers in each FDE: past the end, at the FDE itself, into the middle */
+	for (uint32_t ptr_case = 0; ptr_case < 4; ptr_case++) {
+		uint64_t off = 0;
+		int fdes = 0;
+
+		memcpy(df, sec.data, len);
+		while (len - off >= 8) {
+			uint32_t l = rd32(df + off), id = rd32(df + off + 4);
+
+			if (!l || l > len - off - 4)
+				break;
+			if (id != 0xffffffffu) {
+				uint32_t p = ptr_case == 0   ? (uint32_t)len
+					     : ptr_case == 1 ? (uint32_t)off
+					     : ptr_case == 2 ? 5
+							     : 0x7ffffff0u;
+
+				memcpy(df + off + 4, &p, 4);
+				fdes++;
+			}
+			off += 4 + (uint64_t)l;
+		}
+		CHECK_INT(fdes, full);
+		CHECK_INT(translate_checked(df, len, lo, hi), -ENOENT);
+	}
+
+	/*
+	 * Hand-made: a 64-bit-format version-4 CIE and a 64-bit FDE, translated to the
+	 * 32-bit eh_frame form with version 3 and no address/segment size bytes.
+	 */
+	static const uint8_t v4[] = {
+		/* CIE: len 0xffffffff + 8-byte length 0x14, id ~0 */
+		0xff, 0xff, 0xff, 0xff, 0x14, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff,
+		/* version 4, aug "", address size 8, segment size 0 */
+		0x04, 0x00, 0x08, 0x00,
+		/* code align 1, data align -8, ra column 16, def_cfa rsp+8, offset rip cfa-8 */
+		0x01, 0x78, 0x10, 0x0c, 0x07, 0x08, 0x90, 0x01,
+		/* FDE: len 0xffffffff + 8-byte length 0x1b, CIE pointer 0 (section offset) */
+		0xff, 0xff, 0xff, 0xff, 0x1b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		/* pc 0x401000, range 0x20, advance_loc 1, def_cfa_offset 16 */
+		0x00, 0x10, 0x40, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0x41, 0x0e, 0x10};
+	static const uint8_t want[] = {
+		/* CIE: len 14, id 0, version 3, aug "", then the bytes after the sizes */
+		0x0e, 0, 0, 0, 0, 0, 0, 0, 0x03, 0x00, 0x01, 0x78, 0x10, 0x0c, 0x07, 0x08, 0x90,
+		0x01,
+		/* FDE: len 23, CIE pointer 22 (back to offset 0), pc, range, instructions */
+		0x17, 0, 0, 0, 0x16, 0, 0, 0, 0x00, 0x10, 0x40, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0,
+		0, 0, 0x41, 0x0e, 0x10};
+
+	n = unwind__debug_frame_to_eh(v4, sizeof(v4), 0x400000, 0x500000, &img, &img_len, &idx);
+	CHECK_INT(n, 1);
+	if (n == 1) {
+		CHECK_INT(img_len, sizeof(want));
+		CHECK(img_len == sizeof(want) && memcmp(img, want, sizeof(want)) == 0,
+		      "v4 translation differs");
+		CHECK_INT(idx[0], 0x1000);
+		CHECK_INT(idx[1], 18);
+	}
+	/* a version-4 CIE for another address size is refused */
+	memcpy(df, v4, sizeof(v4) < len ? sizeof(v4) : len);
+	if (len >= sizeof(v4)) {
+		df[22] = 4;
+		CHECK_INT(translate_checked(df, sizeof(v4), 0x400000, 0x500000), -ENOENT);
+	}
+cleanup:
+	free(img);
+	free(idx);
+	free(df);
+	elf_file__put(ef);
+}
+
 /*
  * A frame inside the vDSO: pretend the snapshot's thread was interrupted at the first
  * instruction of a vDSO function called from uw_capture. At a function's first
@@ -620,13 +889,14 @@ int main(void)
 	struct proc_cache *pc;
 	struct unwinder *u;
 	struct proc *p;
-	void *lib, *nohdr;
+	void *lib, *nohdr, *dbgframe;
 	int nfull = 0;
 
 	/* load fixtures first so the maps read below already has them */
 	lib = dlopen(UW_FIXTURE_LIB, RTLD_NOW);
 	nohdr = dlopen(UW_FIXTURE_NOHDR, RTLD_NOW);
-	CHECK(lib && nohdr, "dlopen: %s", dlerror());
+	dbgframe = dlopen(UW_FIXTURE_DBGFRAME, RTLD_NOW);
+	CHECK(lib && nohdr && dbgframe, "dlopen: %s", dlerror());
 	pc = proc_cache__new(&cfg);
 	CHECK(pc != NULL, "proc_cache__new");
 	u = pc ? unwinder__new(pc) : NULL;
@@ -650,6 +920,11 @@ int main(void)
 	test_fixture_nohdr_shape();
 	if (nohdr)
 		test_lib(u, p, nohdr, "lib-nohdr");
+	test_fixture_dbgframe_shape();
+	if (dbgframe) {
+		test_lib(u, p, dbgframe, "lib-debug-frame");
+		test_debug_frame_translate(dbgframe);
+	}
 	test_vdso(pc, u, p, s, full, nfull);
 	test_entry(pc, u, p, s);
 	test_perf(u, p, s, nfull);
@@ -659,6 +934,8 @@ int main(void)
 	CHECK(st.ends[UNWIND_END_COMPLETE] >= 2000, "complete %" PRIu64,
 	      st.ends[UNWIND_END_COMPLETE]);
 	CHECK(st.ends[UNWIND_END_STACK_CUT] > 0, "no stack_cut counted");
+	CHECK_INT(st.debug_frame_tables, 1);
+	CHECK_INT(st.debug_frame_skipped, 0);
 	CHECK(st.ends[UNWIND_END_NO_REGS] == 1, "no_regs %" PRIu64, st.ends[UNWIND_END_NO_REGS]);
 	CHECK(st.ends[UNWIND_END_MAX_DEPTH] == 1, "max_depth %" PRIu64,
 	      st.ends[UNWIND_END_MAX_DEPTH]);
