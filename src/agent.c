@@ -289,7 +289,8 @@ static void window_flush(struct agent *a, struct window *w, uint64_t next_idx, i
 		a->c.profiles_built++;
 		sent++;
 	}
-	pr_info("window %" PRIu64 ": %d profiles, %" PRIu64 " samples", w->idx, sent, w->samples);
+	pr_info("window %" PRIu64 ": %d profiles, %" PRIu64 " samples, start_ns %" PRId64, w->idx,
+		sent, w->samples, start);
 	window_reset(w, next_idx);
 }
 
@@ -847,7 +848,7 @@ static void agent_free(struct agent *a)
 		window_reset(&a->win[i], 0);
 	if (a->exp) {
 		/* bounded shutdown: what is not delivered by then is spooled by free */
-		int left = exporter__flush(a->exp, 2500);
+		int left = exporter__flush(a->exp, 2000);
 		if (left > 0)
 			pr_warn("%d profiles not delivered at exit (spooled when a spool is set)",
 				left);

@@ -610,6 +610,7 @@ static int spool_item(struct exporter *e, uint64_t order, const struct export_it
 		e->st.queue_dropped++;
 	} else {
 		e->st.spooled++;
+		pr_debug("spooled seq %" PRIu64 " start_ns %" PRId64, it->seq, it->start_ns);
 	}
 	sync_spool_stats(e);
 	return err;
@@ -660,8 +661,10 @@ static void log_rejected(struct exporter *e, const struct export_item *it,
 		pr_err("%s: authentication failed (HTTP %ld \"%s\"): check the credentials",
 		       e->cfg.url, r->http_status, r->message);
 	else if (r->http_status == 404)
-		pr_err("%s: HTTP 404 \"%s\": wrong URL? (expected the Pyroscope base URL)",
-		       e->cfg.url, r->message);
+		pr_err("%s: HTTP 404 \"%s\": wrong URL? (expected the Pyroscope base URL)%s",
+		       e->cfg.url, r->message,
+		       e->spool ? "; profiles kept in the spool until restarted with the right URL"
+				: "; profile dropped");
 	else
 		pr_err("%s rejected profile seq %" PRIu64 " (HTTP %ld): %s; not retried, dropped",
 		       e->ops->name, it->seq, r->http_status, r->message);
@@ -759,6 +762,16 @@ static bool deliver(struct exporter *e, const struct export_item *it, bool probe
 			e->probe_backoff_ms = 0;
 			return true;
 		}
+		if (st == EXPORT_REJECTED && r.http_status == 404 && e->spool) {
+			/*
+			 * Wrong URL: a configuration error that no retry fixes, but the data
+			 * is fine; keep it in the spool for a restart with the right URL.
+			 */
+			e->st.failed++;
+			log_rejected(e, it, &r);
+			e->down_logged = true;
+			break;
+		}
 		if (st == EXPORT_REJECTED) {
 			e->st.rejected_4xx++;
 			log_rejected(e, it, &r);
@@ -769,6 +782,13 @@ static bool deliver(struct exporter *e, const struct export_item *it, bool probe
 			 r.http_status, r.message);
 		if (e->stop)
 			return false;
+		/*
+		 * Newer profiles are waiting: stop retrying this one in memory and treat the
+		 * backend as down, so that everything goes to the (durable) spool in order and
+		 * the oldest is probed with backoff. A lone item keeps its retries.
+		 */
+		if (e->spool && e->head && !probe)
+			break;
 	}
 	if (!e->down_logged) {
 		if (r.http_status)

@@ -1,0 +1,651 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# End-to-end acceptance of `mlprof agent` against a real Grafana Pyroscope and a fault server.
+"""`mlprof agent` end to end: a CPU workload with known functions (tests/workloads/
+agent_workload, started with ML launcher environment variables) is profiled by the agent,
+which pushes to a real Pyroscope v2.2.1 (scripts/pyroscope.sh) or to the fault-injection
+server (tests/integration/fault_server.py). What Pyroscope stores is queried back and
+compared with what the agent says it produced: its log ("window N: K profiles, S samples,
+start_ns T" at info, "delivered seq N" / "spooled seq N" at debug) and its /metrics.
+
+Per window, SelectMergeStacktraces over the window's exact time range must return
+S x period ns of CPU (and S in the samples type): none lost, none twice.
+
+Cases: push + labels; server stopped and restarted mid-run; 429/500 retried and 400 not;
+wrong URL (connection refused, 404 path) spools; multitenancy with and without tenant;
+SIGKILL with a non-empty spool then delivery by the next run; SIGTERM with a backend that
+never answers is bounded and spools everything.
+
+Exit 77 (skipped) when not root (BPF) or when no Pyroscope binary is available
+(`scripts/pyroscope.sh path`). Python 3 stdlib only.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+MLPROF = os.environ.get("MLPROF", os.path.join(SRC, "build", "mlprof"))
+WORKLOAD = os.environ.get("AGENT_WORKLOAD",
+                          os.path.join(SRC, "build", "tests", "workloads", "agent_workload"))
+SCRIPT = os.environ.get("PYROSCOPE_SH", os.path.join(SRC, "scripts", "pyroscope.sh"))
+FAULT = os.environ.get("FAULT_SERVER", os.path.join(HERE, "fault_server.py"))
+TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
+
+PTYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+PTYPE_N = "process_cpu:samples:count:cpu:nanoseconds"
+HZ = 19
+PERIOD_NS = 1000000000 // HZ
+INTERVAL_S = 2
+FUNCS = {"agent_wl_hot_alpha", "agent_wl_hot_beta", "agent_wl_outer", "main"}
+ML_ENV = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "SLURM_JOB_ID": "4242",
+          "TORCHELASTIC_RUN_ID": "abc"}
+# Each workload gets a unique token argument and the agent a regex that matches only that
+# command line (other processes on the host, even builds naming agent_workload, are out; the
+# agent's own command line holds the regex, which does not match itself).
+REGEX = "agent_workloa[d] [0-9]+ %s$"
+SERVICE = "agent_workload"
+
+WINDOW_RE = re.compile(r"window (\d+): (\d+) profiles, (\d+) samples, start_ns (-?\d+)")
+DELIVERED_RE = re.compile(r"delivered seq (\d+) start_ns (-?\d+) \(attempt (\d+)\)")
+SPOOLED_RE = re.compile(r"spooled seq (\d+) start_ns (-?\d+)")
+
+TMP = None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def free_base():
+    """Four consecutive free ports (Pyroscope: http, grpc, memberlist, raft)."""
+    for _ in range(100):
+        base = free_port()
+        if base + 4 > 65535:
+            continue
+        try:
+            socks = []
+            for p in range(base, base + 4):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no 4 consecutive free ports")
+
+
+def wait_for(cond, timeout, step=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+def spool_files(d):
+    if not os.path.isdir(d):
+        return []
+    return sorted(f for f in os.listdir(d) if f.endswith(".spool"))
+
+
+class Pyroscope:
+    def __init__(self, name, extra=""):
+        self.data = os.path.join(TMP, name)
+        self.base = free_base()
+        self.extra = extra
+        self.url = "http://127.0.0.1:%d" % self.base
+
+    def start(self):
+        env = dict(os.environ, PYROSCOPE_ARGS=self.extra)
+        out = subprocess.run([SCRIPT, "start", self.data, str(self.base)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=180)
+        if out.returncode:
+            log = os.path.join(self.data, "pyroscope.log")
+            tail = open(log).read()[-3000:] if os.path.exists(log) else ""
+            raise RuntimeError("pyroscope start failed: %s\n%s" % (out.stderr, tail))
+
+    def stop(self):
+        subprocess.run([SCRIPT, "stop", self.data], timeout=60)
+
+    def query(self, method, body, tenant=None):
+        req = urllib.request.Request(
+            "%s/querier.v1.QuerierService/%s" % (self.url, method),
+            data=json.dumps(body).encode(), method="POST",
+            headers={"Content-Type": "application/json"})
+        if tenant:
+            req.add_header("X-Scope-OrgID", tenant)
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read() or b"{}")
+
+    @staticmethod
+    def span():
+        end = int(time.time() * 1000) + 60000
+        return end - 3600000, end
+
+    def label_values(self, name, selector, tenant=None):
+        s, e = self.span()
+        return set(self.query("LabelValues", {"name": name, "start": s, "end": e,
+                                              "matchers": [selector]}, tenant).get("names", []))
+
+    def merged(self, selector, start=None, end=None, ptype=PTYPE, tenant=None):
+        """(function names, total) of the merged flame graph over [start, end] ms."""
+        if start is None:
+            start, end = self.span()
+        fg = self.query("SelectMergeStacktraces",
+                        {"profileTypeID": ptype, "labelSelector": selector,
+                         "start": start, "end": end}, tenant).get("flamegraph", {})
+        return set(fg.get("names", [])), int(fg.get("total", 0) or 0)
+
+    def series_points(self, selector, tenant=None):
+        """[(timestamp ms, value)] with one step per window (distinct windows with data)."""
+        s, e = self.span()
+        out = self.query("SelectSeries", {"profileTypeID": PTYPE, "labelSelector": selector,
+                                          "start": s, "end": e, "step": INTERVAL_S}, tenant)
+        pts = []
+        for ser in out.get("series", []):
+            for p in ser.get("points", []):
+                pts.append((int(p["timestamp"]), int(p["value"])))
+        return sorted(pts)
+
+
+class Agent:
+    def __init__(self, name, *args, url=None, spool=None, run_label=None, token=None):
+        self.name = name
+        self.port = free_port()
+        self.spool = spool or os.path.join(TMP, name + ".spool")
+        self.log_path = os.path.join(TMP, "%s.%d.log" % (name, int(time.time() * 1000)))
+        argv = [MLPROF, "agent", "--upload-interval", str(INTERVAL_S), "--frequency", str(HZ),
+                "--process-regex", REGEX % token, "--metrics-addr", "127.0.0.1:%d" % self.port,
+                "--k8s", "off", "--spool-dir", self.spool,
+                "--label", "run=%s" % (run_label or name)]
+        if url:
+            argv += ["--url", url]
+        argv += list(args)
+        env = dict(os.environ, MLPROF_LOG_LEVEL="debug")
+        for k in list(env):
+            if k.startswith("MLPROF_") and k != "MLPROF_LOG_LEVEL":
+                del env[k]
+        self.logf = open(self.log_path, "w")
+        self.proc = subprocess.Popen(argv, stdout=self.logf, stderr=subprocess.STDOUT, env=env)
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path),
+                                        timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def wait_ready(self, timeout=30):
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError("agent %s exited %s:\n%s" %
+                                     (self.name, self.proc.returncode, self.log()))
+            try:
+                return self.get("/readyz")[0] == 200
+            except OSError:
+                return False
+        if not wait_for(ready, timeout):
+            raise AssertionError("agent %s never ready:\n%s" % (self.name, self.log()))
+
+    def metrics(self):
+        st, body = self.get("/metrics")
+        assert st == 200, "/metrics: %d" % st
+        out = {}
+        for line in body.splitlines():
+            if line.startswith("#") or not line.strip():
+                continue
+            key, _, val = line.rpartition(" ")
+            try:
+                out[key] = float(val)
+            except ValueError:
+                pass
+        return out
+
+    def metric(self, key):
+        return self.metrics().get(key, 0.0)
+
+    def windows(self):
+        """{seq: (samples, start_ns)} of windows that produced at least one profile."""
+        out = {}
+        for m in WINDOW_RE.finditer(self.log()):
+            if int(m.group(2)) > 0:
+                out[int(m.group(1))] = (int(m.group(3)), int(m.group(4)))
+        return out
+
+    def delivered(self):
+        return [(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+                for m in DELIVERED_RE.finditer(self.log())]
+
+    def spooled(self):
+        return [(int(m.group(1)), int(m.group(2))) for m in SPOOLED_RE.finditer(self.log())]
+
+    def term(self, timeout=15):
+        """SIGTERM; returns (exit status, seconds taken)."""
+        t0 = time.time()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            rc = None
+        return rc, time.time() - t0
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.logf.close()
+
+
+class Workload:
+    def __init__(self, token, seconds=60):
+        env = dict(os.environ, **ML_ENV)
+        self.proc = subprocess.Popen([WORKLOAD, str(seconds), token],
+                                     stdout=subprocess.DEVNULL, env=env)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+class FaultServer:
+    def __init__(self, *extra):
+        pf = os.path.join(TMP, "fault.%d.port" % free_port())
+        self.proc = subprocess.Popen([sys.executable, FAULT, "--port", "0", "--port-file", pf]
+                                     + list(extra))
+        if not wait_for(lambda: os.path.exists(pf), 10):
+            raise RuntimeError("fault server did not start")
+        with open(pf) as f:
+            self.port = int(f.read())
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def control(self, path, body=None):
+        req = urllib.request.Request(self.url + path, data=None if body is None else
+                                     json.dumps(body).encode(),
+                                     method="GET" if body is None else "POST")
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.read().decode()
+
+    def log(self):
+        return [l for l in self.control("/_control/log").splitlines() if l]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+class Blackhole:
+    """Accepts TCP connections (kernel backlog) and never answers."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+
+    def stop(self):
+        self.sock.close()
+
+
+def sel(run):
+    return '{service_name="%s",run="%s"}' % (SERVICE, run)
+
+
+class AgentPyroscope(unittest.TestCase):
+    srv = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Pyroscope("pyro-main")
+        cls.srv.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.srv:
+            cls.srv.stop()
+
+    def setUp(self):
+        self.cleanup = []
+        self.token = "e2e%d%d" % (os.getpid(), int(time.time() * 1000) % 100000000)
+
+    def tearDown(self):
+        for fn in reversed(self.cleanup):
+            try:
+                fn()
+            except Exception as err:  # keep tearing down
+                print("teardown: %s" % err)
+
+    def start_agent(self, name, *args, **kw):
+        a = Agent(name, *args, token=self.token, **kw)
+        self.cleanup.append(a.kill)
+        a.wait_ready()
+        return a
+
+    def start_workload(self, seconds=60):
+        w = Workload(self.token, seconds)
+        self.cleanup.append(w.stop)
+        return w
+
+    def wait_windows(self, agent, n, timeout=30):
+        ok = wait_for(lambda: len(agent.windows()) >= n, timeout)
+        self.assertTrue(ok, "fewer than %d windows:\n%s" % (n, agent.log()[-3000:]))
+
+    def stop_agent(self, agent, limit=5.0):
+        rc, took = agent.term()
+        self.assertEqual(rc, 0, "agent exit status %s:\n%s" % (rc, agent.log()[-3000:]))
+        self.assertLess(took, limit, "agent took %.1f s to exit after SIGTERM" % took)
+        return took
+
+    def check_windows_stored(self, srv, windows, selector, tenant=None, timeout=30):
+        """Every window's exact time range holds exactly its samples: none lost, none twice."""
+        self.assertTrue(windows, "no windows")
+        want_total = sum(s for s, _ in windows.values()) * PERIOD_NS
+        wait_for(lambda: srv.merged(selector, tenant=tenant)[1] >= want_total, timeout, 1)
+        for seq, (samples, start_ns) in sorted(windows.items()):
+            s_ms = start_ns // 1000000
+            e_ms = s_ms + INTERVAL_S * 1000 - 1
+            _, cpu = srv.merged(selector, s_ms, e_ms, tenant=tenant)
+            _, n = srv.merged(selector, s_ms, e_ms, ptype=PTYPE_N, tenant=tenant)
+            self.assertEqual(n, samples, "window %d: %d samples stored, agent built %d" %
+                             (seq, n, samples))
+            self.assertEqual(cpu, samples * PERIOD_NS, "window %d: cpu %d ns, want %d" %
+                             (seq, cpu, samples * PERIOD_NS))
+        names, total = srv.merged(selector, tenant=tenant)
+        self.assertEqual(total, want_total, "total over all windows")
+        if tenant is None:
+            pts = srv.series_points(selector)
+            self.assertEqual(len(pts), len(windows),
+                             "distinct windows with data %s vs agent windows %s" %
+                             (pts, sorted(windows)))
+        return names, total
+
+    # 1 -------------------------------------------------------------------------
+    def test_1_push_functions_values_labels(self):
+        self.start_workload()
+        a = self.start_agent("push", url=self.srv.url)
+        t0 = time.time()
+        self.wait_windows(a, 3)
+        m = a.metrics()
+        took = self.stop_agent(a)
+        run_s = time.time() - t0 - took
+        wins = a.windows()
+        built = sum(s for s, _ in wins.values())
+        self.assertGreaterEqual(built, m.get("mlprof_samples_profiled_total", 0),
+                                "log samples vs /metrics profiled samples")
+        self.assertGreater(m.get("mlprof_profiles_pushed_total", 0), 0, "pushed metric")
+        self.assertEqual(sorted(s for s, _, _ in a.delivered()), sorted(wins),
+                         "every window delivered exactly once")
+        names, total = self.check_windows_stored(self.srv, wins, sel("push"))
+        self.assertTrue(FUNCS <= names, "functions %s not in flame graph %s" %
+                        (FUNCS - names, sorted(names)))
+        # one busy thread: about 1 CPU second per second of profiling
+        self.assertGreater(total, 0.5 * run_s * 1e9, "total %d ns over %.1f s" % (total, run_s))
+        self.assertLess(total, 1.3 * (run_s + 2 * INTERVAL_S) * 1e9, "total %d ns" % total)
+        host = os.uname().nodename
+        want = {"service_name": SERVICE, "hostname": host, "rank": "3", "local_rank": "1",
+                "world_size": "8", "slurm_job_id": "4242", "torchelastic_run_id": "abc",
+                "run": "push"}
+        for name, value in want.items():
+            vals = self.srv.label_values(name, sel("push"))
+            self.assertEqual(vals, {value}, "LabelValues(%s) = %s" % (name, vals))
+        for name in ("pid", "tid"):
+            self.assertEqual(self.srv.label_values(name, sel("push")), set(),
+                             "high-cardinality label %s promoted to a series label" % name)
+
+    # 2 -------------------------------------------------------------------------
+    def test_2_server_restart_every_window_once_in_order(self):
+        self.start_workload()
+        a = self.start_agent("restart", url=self.srv.url)
+        self.wait_windows(a, 1)
+        wait_for(lambda: a.delivered(), 10)
+        self.srv.stop()
+        try:
+            time.sleep(2 * INTERVAL_S + 1.5)
+            spooled_down = len(spool_files(a.spool))
+        finally:
+            self.srv.start()
+        self.assertGreaterEqual(spooled_down, 1, "nothing spooled while the server was down")
+        n_before = len(a.windows())
+        # a few more windows after the restart, and the spool drained
+        self.wait_windows(a, n_before + 2, 40)
+        ok = wait_for(lambda: a.metric("mlprof_spool_files") == 0 and
+                      a.metric("mlprof_queue_bytes") == 0, 60, 0.5)
+        self.assertTrue(ok, "spool did not drain:\n%s" % a.log()[-3000:])
+        m = a.metrics()
+        self.stop_agent(a)
+        self.assertGreaterEqual(m.get("mlprof_profiles_spooled_total", 0), 1, "spooled metric")
+        wins = a.windows()
+        dl = a.delivered()
+        seqs = [s for s, _, _ in dl]
+        self.assertEqual(sorted(seqs), sorted(wins), "windows produced vs delivered")
+        self.assertEqual(len(seqs), len(set(seqs)), "a window delivered twice: %s" % seqs)
+        self.assertEqual(seqs, sorted(seqs), "delivered out of order: %s" % seqs)
+        for s, start, _ in dl:
+            self.assertEqual(start, wins[s][1], "window %d start" % s)
+        self.assertTrue(set(s for s, _ in a.spooled()) & set(seqs), "spooled windows")
+        names, _ = self.check_windows_stored(self.srv, wins, sel("restart"), timeout=60)
+        self.assertTrue(FUNCS <= names, "functions after restart %s" % sorted(names))
+
+    # 3 -------------------------------------------------------------------------
+    def test_3_fault_server_429_500_retried_400_not(self):
+        fs = FaultServer()
+        self.cleanup.append(fs.stop)
+        fs.control("/_control/script", [[429, "slow down"], [500, "boom"], [200, ""],
+                                        [400, "bad profile"]])
+        self.start_workload()
+        a = self.start_agent("fault", url=fs.url)
+        ok = wait_for(lambda: len(fs.log()) >= 6, 30)
+        self.assertTrue(ok, "fault server got %s\n%s" % (fs.log(), a.log()[-3000:]))
+        m = a.metrics()
+        self.stop_agent(a)
+        log = fs.log()
+        status = [int(l.split()[0]) for l in log]
+        self.assertEqual(status[:4], [429, 500, 200, 400], "request statuses %s" % status)
+        self.assertTrue(all(s == 200 for s in status[4:]), "after the script: %s" % status)
+        self.assertTrue(all(" /push.v1.PusherService/Push " in l for l in log), log)
+        self.assertIn("service_name=%s" % SERVICE, log[0])
+        self.assertIn("rank=3", log[0])
+        self.assertIn("cpv=1", log[0])
+        self.assertEqual(m.get("mlprof_push_retries_total"), 2, "retries metric")
+        self.assertEqual(m.get("mlprof_profiles_rejected_total"), 1, "rejected metric")
+        self.assertEqual(m.get("mlprof_profiles_failed_total"), 2, "failed attempts metric")
+        dl = a.delivered()
+        self.assertEqual(dl[0][2], 3, "first window delivered at attempt 3: %s" % dl)
+        agent_log = a.log()
+        rej = re.search(r"rejected profile seq (\d+) \(HTTP 400\): bad profile; not retried",
+                        agent_log)
+        self.assertTrue(rej, "no rejection line:\n" + agent_log[-3000:])
+        self.assertEqual(int(rej.group(1)), dl[0][0] + 1, "the second window is the one rejected")
+        self.assertNotIn(int(rej.group(1)), [s for s, _, _ in dl], "rejected one delivered")
+        self.assertEqual(status.count(200), len(dl), "200 answers vs delivered windows")
+
+    # 4 -------------------------------------------------------------------------
+    def test_4_wrong_url_refused_and_404_spool(self):
+        self.start_workload()
+        # connection refused; the spool's parent directories do not exist yet
+        dead = "http://127.0.0.1:%d" % free_port()
+        spool = os.path.join(TMP, "no", "such", "parent", "spool")
+        a = self.start_agent("refused", url=dead, spool=spool)
+        self.wait_windows(a, 2)
+        wait_for(lambda: len(spool_files(spool)) >= 2, 10)
+        self.assertIsNone(a.proc.poll(), "agent died")
+        m = a.metrics()
+        self.assertGreaterEqual(m.get("mlprof_profiles_spooled_total", 0), 2)
+        self.assertEqual(m.get("mlprof_profiles_pushed_total", 0), 0)
+        self.stop_agent(a)
+        log = a.log()
+        self.assertRegex(log, r"cannot deliver \(%s/push\.v1\.PusherService/Push: "
+                              r"Couldn't connect to server\); spooling" % re.escape(dead))
+        self.assertEqual(len(spool_files(spool)), len(a.windows()),
+                         "every window spooled:\n" + log[-3000:])
+        self.assertEqual(sorted(s for s, _ in a.spooled()), sorted(a.windows()))
+
+        # 404: wrong path prefix; clear error, not retried, kept in the spool
+        fs = FaultServer()
+        self.cleanup.append(fs.stop)
+        spool2 = os.path.join(TMP, "spool-404")
+        b = self.start_agent("wrong404", url=fs.url + "/wrong/prefix", spool=spool2)
+        self.wait_windows(b, 2)
+        wait_for(lambda: len(spool_files(spool2)) >= 2, 10)
+        self.assertIsNone(b.proc.poll(), "agent died")
+        mb = b.metrics()
+        self.stop_agent(b)
+        log = b.log()
+        self.assertIn("HTTP 404 \"404 page not found\": wrong URL?", log)
+        self.assertIn("kept in the spool", log)
+        self.assertEqual(log.count("wrong URL?"), 1, "error logged once")
+        self.assertEqual(mb.get("mlprof_profiles_pushed_total", 0), 0)
+        self.assertEqual(mb.get("mlprof_push_retries_total", 0), 0, "404 is not retried")
+        self.assertEqual(len(spool_files(spool2)), len(b.windows()), "every window spooled")
+        reqs = fs.log()
+        self.assertTrue(reqs and all(l.startswith("404 /wrong/prefix/push.v1.PusherService/Push")
+                                     for l in reqs), reqs)
+        # restarted with the right URL, the spool is delivered
+        fs.control("/_control/reset", {})
+        c = self.start_agent("right404", url=fs.url, spool=spool2)
+        ok = wait_for(lambda: c.metric("mlprof_spool_files") == 0 and
+                      c.metric("mlprof_profiles_pushed_total") >= len(b.windows()), 30)
+        self.assertTrue(ok, "spool not delivered:\n" + c.log()[-3000:])
+        self.stop_agent(c)
+        old = sorted(b.windows())
+        got = [s for s, _, _ in c.delivered()][:len(old)]
+        self.assertEqual(got, old, "old windows delivered first, in order")
+
+    # 5 -------------------------------------------------------------------------
+    def test_5_multitenancy(self):
+        mt = Pyroscope("pyro-mt", "-auth.multitenancy-enabled=true")
+        mt.start()
+        self.cleanup.append(mt.stop)
+        self.start_workload()
+        a = self.start_agent("notenant", url=mt.url)
+        ok = wait_for(lambda: "requires a tenant" in a.log(), 20)
+        m = a.metrics()
+        self.stop_agent(a)
+        log = a.log()
+        self.assertTrue(ok, "no tenant error:\n" + log[-3000:])
+        self.assertRegex(log, r"server requires a tenant \(HTTP 401 \"no org id\"\).*X-Scope-OrgID")
+        self.assertGreaterEqual(m.get("mlprof_profiles_rejected_total", 0), 1)
+        self.assertEqual(m.get("mlprof_push_retries_total", 0), 0, "401 not retried")
+        self.assertEqual(m.get("mlprof_profiles_pushed_total", 0), 0)
+
+        b = self.start_agent("tenant", "--tenant-id", "team-a", url=mt.url)
+        self.wait_windows(b, 2)
+        self.stop_agent(b)
+        wins = b.windows()
+        self.assertEqual(sorted(s for s, _, _ in b.delivered()), sorted(wins))
+        names, _ = self.check_windows_stored(mt, wins, sel("tenant"), tenant="team-a")
+        self.assertTrue(FUNCS <= names, "tenant team-a functions %s" % sorted(names))
+        self.assertEqual(mt.label_values("rank", sel("tenant"), "team-a"), {"3"})
+        self.assertEqual(mt.merged(sel("tenant"), tenant="team-b")[1], 0, "other tenant sees it")
+        with self.assertRaises(urllib.error.HTTPError) as cm:
+            mt.merged(sel("tenant"))
+        self.assertEqual(cm.exception.code, 401)
+
+    # 6 -------------------------------------------------------------------------
+    def test_6_sigkill_with_spool_then_delivered(self):
+        later = Pyroscope("pyro-kill")
+        spool = os.path.join(TMP, "spool-kill")
+        self.start_workload()
+        a = self.start_agent("kill", url=later.url, spool=spool)
+        ok = wait_for(lambda: len(spool_files(spool)) >= 2, 30)
+        self.assertTrue(ok, "spool stays empty:\n" + a.log()[-3000:])
+        a.proc.send_signal(signal.SIGKILL)
+        a.proc.wait()
+        spooled = dict(a.spooled())
+        files = spool_files(spool)
+        self.assertEqual(len(files), len(spooled), "spool files vs spooled log lines")
+        wins = {s: v for s, v in a.windows().items() if s in spooled}
+        self.assertEqual(sorted(wins), sorted(spooled))
+        for s, start in spooled.items():
+            self.assertEqual(start, wins[s][1])
+
+        later.start()
+        self.cleanup.append(later.stop)
+        b = self.start_agent("kill2", url=later.url, spool=spool, run_label="kill")
+        ok = wait_for(lambda: b.metric("mlprof_spool_files") == 0 and
+                      b.metric("mlprof_profiles_pushed_total") >= len(spooled), 30)
+        self.assertTrue(ok, "old spool not delivered:\n" + b.log()[-3000:])
+        self.stop_agent(b)
+        self.assertIn("spooled profiles (", b.log())
+        self.assertIn("from a previous run", b.log())
+        dl = b.delivered()
+        old = [(s, st) for s, st, _ in dl if s in spooled]
+        self.assertEqual(old, sorted(spooled.items()), "old windows, in order, once")
+        self.assertEqual(dl[:len(old)], [(s, st, 1) for s, st in old], "old ones first")
+        # their original time ranges hold exactly their samples; plus the new run's windows
+        allw = dict(wins)
+        allw.update(b.windows())
+        self.check_windows_stored(later, allw, sel("kill"))
+        self.assertFalse(spool_files(spool))
+
+    # 7 -------------------------------------------------------------------------
+    def test_7_sigterm_bounded_with_unresponsive_backend(self):
+        bh = Blackhole()
+        self.cleanup.append(bh.stop)
+        spool = os.path.join(TMP, "spool-term")
+        self.start_workload()
+        a = self.start_agent("term", "--timeout", "30", url=bh.url, spool=spool)
+        self.wait_windows(a, 2)
+        took = self.stop_agent(a, limit=5.0)
+        wins = a.windows()
+        log = a.log()
+        self.assertIn("sending the current window and exiting", log)
+        self.assertEqual(len(spool_files(spool)), len(wins),
+                         "every window spooled (%.1f s):\n%s" % (took, log[-3000:]))
+        self.assertEqual(sorted(s for s, _ in a.spooled()), sorted(wins))
+        self.assertEqual(a.delivered(), [])
+        print("SIGTERM with an unresponsive backend: exit in %.1f s, %d windows spooled" %
+              (took, len(wins)))
+
+
+def main():
+    global TMP
+    if os.geteuid() != 0:
+        print("SKIP: needs root for BPF")
+        return 77
+    path = subprocess.run([SCRIPT, "path"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True)
+    if path.returncode or not path.stdout.strip():
+        print("SKIP: no Pyroscope binary (run scripts/pyroscope.sh build)")
+        return 77
+    for p in (MLPROF, WORKLOAD):
+        if not os.access(p, os.X_OK):
+            print("FAIL: missing executable %s" % p)
+            return 1
+    os.makedirs(TMP_ROOT, exist_ok=True)
+    TMP = tempfile.mkdtemp(prefix="agent_pyroscope.", dir=TMP_ROOT)
+    prog = unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[1:], exit=False)
+    ok = prog.result.wasSuccessful()
+    if ok:
+        shutil.rmtree(TMP, ignore_errors=True)
+    else:
+        print("data kept in %s" % TMP)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
