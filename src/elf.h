@@ -11,10 +11,10 @@ struct elf_file;
 
 struct elf_section {
 	const char *name;
-	uint32_t type;	  /* SHT_* */
+	uint32_t type; /* SHT_* */
 	uint64_t flags;
-	uint64_t addr;	  /* sh_addr */
-	uint64_t offset;  /* sh_offset */
+	uint64_t addr;	 /* sh_addr */
+	uint64_t offset; /* sh_offset */
 	uint64_t size;
 	uint32_t link;
 	uint64_t entsize;

@@ -20,10 +20,10 @@ struct label_pair {
 struct export_item {
 	const struct label_pair *labels; /* series labels incl. __name__ and service_name */
 	int n_labels;
-	const uint8_t *pprof;		 /* pprof bytes (gzip-compressed or not) */
+	const uint8_t *pprof; /* pprof bytes (gzip-compressed or not) */
 	size_t pprof_len;
-	int64_t start_ns, end_ns;	 /* window, wall clock ns since epoch */
-	uint64_t seq;			 /* window sequence number (ordering, logs) */
+	int64_t start_ns, end_ns; /* window, wall clock ns since epoch */
+	uint64_t seq;		  /* window sequence number (ordering, logs) */
 };
 
 enum exporter_kind {
@@ -34,24 +34,24 @@ enum exporter_kind {
 
 struct exporter_config {
 	enum exporter_kind kind;
-	const char *url;	      /* base URL for push/ingest */
-	const char *out_dir;	      /* EXPORTER_FILE: directory */
-	uint64_t out_max_bytes;	      /* EXPORTER_FILE: size bound of the directory */
-	const char *ca_file;	      /* extra CA bundle; NULL = system */
-	bool insecure_skip_verify;    /* disable TLS verification (off by default) */
-	const char *basic_user;	      /* basic auth user (Grafana Cloud instance id) */
-	const char *basic_password;   /* basic auth password/token (read from file/env by config) */
-	const char *bearer_token;     /* Authorization: Bearer */
-	const char *tenant;	      /* X-Scope-OrgID */
-	const char *const *headers;   /* extra "Name: value" headers, NULL-terminated */
+	const char *url;	    /* base URL for push/ingest */
+	const char *out_dir;	    /* EXPORTER_FILE: directory */
+	uint64_t out_max_bytes;	    /* EXPORTER_FILE: size bound of the directory */
+	const char *ca_file;	    /* extra CA bundle; NULL = system */
+	bool insecure_skip_verify;  /* disable TLS verification (off by default) */
+	const char *basic_user;	    /* basic auth user (Grafana Cloud instance id) */
+	const char *basic_password; /* basic auth password/token (read from file/env by config) */
+	const char *bearer_token;   /* Authorization: Bearer */
+	const char *tenant;	    /* X-Scope-OrgID */
+	const char *const *headers; /* extra "Name: value" headers, NULL-terminated */
 	unsigned int connect_timeout_ms;
-	unsigned int timeout_ms;      /* per attempt */
-	unsigned int max_retries;     /* attempts after the first for retryable errors */
+	unsigned int timeout_ms;  /* per attempt */
+	unsigned int max_retries; /* attempts after the first for retryable errors */
 	unsigned int backoff_min_ms, backoff_max_ms;
-	const char *spool_dir;	      /* on-disk spool (zstd) for profiles not yet delivered */
+	const char *spool_dir; /* on-disk spool (zstd) for profiles not yet delivered */
 	uint64_t spool_max_bytes;
 	unsigned int spool_max_age_s;
-	size_t queue_max_bytes;	      /* in-memory queue bound before spilling to the spool */
+	size_t queue_max_bytes; /* in-memory queue bound before spilling to the spool */
 };
 
 struct exporter_stats {
@@ -59,8 +59,9 @@ struct exporter_stats {
 		spool_files, queue_bytes, queue_dropped, trimmed, split;
 	uint64_t last_latency_us, latency_us_sum, latency_count;
 	/* Added after the first version (append-only): */
-	uint64_t spool_corrupt;	 /* unreadable spool files skipped (and removed) */
-	uint64_t files_deleted;	 /* EXPORTER_FILE: oldest files removed to stay under out_max_bytes */
+	uint64_t spool_corrupt; /* unreadable spool files skipped (and removed) */
+	uint64_t
+		files_deleted; /* EXPORTER_FILE: oldest files removed to stay under out_max_bytes */
 };
 
 /* Validates cfg and starts the sender thread. NULL with errno (and a logged reason). */
@@ -76,15 +77,14 @@ void exporter__stats(struct exporter *e, struct exporter_stats *out);
 /* Stops the thread after a flush (anything undelivered is spooled) and frees. */
 void exporter__free(struct exporter *e);
 
-
 /*
  * Backend interface (used by export_push.c / export_ingest.c / export_file.c).
  * One const ops instance per backend; the sender thread calls send() for one item at a time.
  */
 enum export_status {
-	EXPORT_SENT = 0,   /* delivered */
-	EXPORT_RETRYABLE,  /* network error, 429, 5xx: retry with backoff, then spool */
-	EXPORT_REJECTED,   /* other 4xx or invalid item: never retried, dropped and counted */
+	EXPORT_SENT = 0,  /* delivered */
+	EXPORT_RETRYABLE, /* network error, 429, 5xx: retry with backoff, then spool */
+	EXPORT_REJECTED,  /* other 4xx or invalid item: never retried, dropped and counted */
 };
 
 struct export_result {
