@@ -2,8 +2,8 @@
 /* Micro-benchmark: cost of unwinder__unwind() on real 30-frame snapshots of this process. */
 /*
  * Build (after building mlprof_core in BUILD, e.g. build/) and run:
- *   cc -O2 -g -fomit-frame-pointer -D_GNU_SOURCE -Isrc -Iinclude -o /tmp/unwind_bench \
- *      bench/unwind_bench.c BUILD/libmlprof_core.a -lunwind-x86_64 -lunwind -lelf -lz
+ *   cc -O2 -g -fomit-frame-pointer -D_GNU_SOURCE -Isrc -Iinclude -Itests/unit -o /tmp/unwind_bench
+ * \ bench/unwind_bench.c BUILD/libmlprof_core.a -lunwind-x86_64 -lunwind -lelf -lz
  *   /tmp/unwind_bench [ITERATIONS]
  * Prints microseconds per 30-frame stack for one snapshot unwound repeatedly (warm
  * caches) and for 64 different snapshots (different pcs and stack contents) in turn.
@@ -19,31 +19,13 @@
 #include "proc.h"
 #include "unwind.h"
 
+#include "snapshot.h"
+
 #define SNAP_STACK (64 * 1024)
 #define NSNAPS	   64
 #define DEPTH	   24 /* + bench_capture, leaf variants, run, main, libc x2, _start = 30 */
 
 static uint64_t stack_top;
-
-static uint64_t stack_end_of(uint64_t sp)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	uint64_t end = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && sp >= lo && sp < hi) {
-			end = hi;
-			break;
-		}
-	}
-	fclose(f);
-	return end;
-}
 
 __attribute__((noinline)) void bench_capture(struct mlprof_sample *s)
 {

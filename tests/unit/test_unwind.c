@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "stack_copy.h"
+#include "snapshot.h"
 #include "elf.h"
 #include "mlprof/sample.h"
 #include "proc.h"
@@ -23,26 +23,6 @@
 #define MAX_PCS	   512
 
 /* ---- capturing a snapshot of the calling thread ---- */
-
-static uint64_t stack_end_of(uint64_t sp)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	uint64_t end = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && sp >= lo && sp < hi) {
-			end = hi;
-			break;
-		}
-	}
-	fclose(f);
-	return end;
-}
 
 static struct mlprof_sample *snap_new(void)
 {
@@ -181,27 +161,6 @@ __attribute__((noinline)) void uw_run_lib(uwlib_entry_fn entry, struct mlprof_sa
 }
 
 /* ---- symbolizing the result ---- */
-
-static const char *sym_of(uint64_t pc, const char **obj)
-{
-	Dl_info info;
-
-	*obj = "";
-	if (!dladdr((void *)(uintptr_t)pc, &info))
-		return "?";
-	*obj = info.dli_fname ? info.dli_fname : "";
-	return info.dli_sname ? info.dli_sname : "?";
-}
-
-static void dump(const char *what, const uint64_t *pcs, int n, enum unwind_end end)
-{
-	fprintf(stderr, "%s: %d frames, end %s\n", what, n, unwind_end__str(end));
-	for (int i = 0; i < n; i++) {
-		const char *obj, *name = sym_of(i ? pcs[i] - 1 : pcs[i], &obj);
-
-		fprintf(stderr, "  #%d %#" PRIx64 " %s (%s)\n", i, pcs[i], name, obj);
-	}
-}
 
 /* Checks pcs[0..n) against names[], returns the index after the last matched name. */
 static int check_chain(const uint64_t *pcs, int n, const char *const *names, int nnames)

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "stack_copy.h"
+#include "snapshot.h"
 #include "mlprof/sample.h"
 #include "proc.h"
 #include "unwind.h"
@@ -73,26 +73,6 @@ static void on_prof(int sig, siginfo_t *si, void *ctx)
 	s->pid = (uint32_t)getpid();
 	s->flags |= MLPROF_SF_USER_REGS;
 	nsnaps = i + 1;
-}
-
-static uint64_t stack_end_of(uint64_t sp)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	uint64_t end = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && sp >= lo && sp < hi) {
-			end = hi;
-			break;
-		}
-	}
-	fclose(f);
-	return end;
 }
 
 static void start_sampling(int want)
@@ -207,27 +187,6 @@ __attribute__((noinline)) void as_clock_loop(void)
 }
 
 /* ---- checking ---- */
-
-static const char *sym_of(uint64_t pc, const char **obj)
-{
-	Dl_info info;
-
-	*obj = "";
-	if (!dladdr((void *)(uintptr_t)pc, &info))
-		return "?";
-	*obj = info.dli_fname ? info.dli_fname : "";
-	return info.dli_sname ? info.dli_sname : "?";
-}
-
-static void dump(const char *what, const uint64_t *pcs, int n, enum unwind_end end)
-{
-	fprintf(stderr, "%s: %d frames, end %s\n", what, n, unwind_end__str(end));
-	for (int i = 0; i < n; i++) {
-		const char *obj, *name = sym_of(i ? pcs[i] - 1 : pcs[i], &obj);
-
-		fprintf(stderr, "  #%d %#" PRIx64 " %s (%s)\n", i, pcs[i], name, obj);
-	}
-}
 
 static bool is_func_start(uint64_t pc)
 {
