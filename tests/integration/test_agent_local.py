@@ -86,10 +86,14 @@ def main():
         f.write("# test config\nlabel = reload_check=one\n")
     port = free_port()
 
-    wl = subprocess.Popen([WORKLOAD, "30"], stdout=subprocess.DEVNULL)
+    # A unique token on the workload's command line, matched by an anchored regex, keeps
+    # other processes (a concurrent build naming agent_workload, say) out of the profile;
+    # the regex does not match the agent's own command line.
+    token = "tok%d" % os.getpid()
+    wl = subprocess.Popen([WORKLOAD, "30", token], stdout=subprocess.DEVNULL)
     env = dict(os.environ, MLPROF_LOG_LEVEL="debug")
     argv = [MLPROF, "agent", "--upload-interval", "2", "--output-dir", out_dir,
-            "--config", conf, "--process-regex", "agent_workload",
+            "--config", conf, "--process-regex", "agent_workloa[d] [0-9]+ %s$" % token,
             "--metrics-addr", "127.0.0.1:%d" % port, "--k8s", "off"]
     log_path = os.path.join(tmp, "agent.log")
     log = open(log_path, "w")
