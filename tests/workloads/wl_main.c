@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,12 +72,19 @@ __attribute__((noinline)) uint64_t phase_b(uint64_t n)
 __attribute__((noinline)) static int run_split(double secs, int pct_a)
 {
 	double end = wall_now() + secs, t_a = 0, t_b = 0;
-	const uint64_t chunk = 20000;
+	uint64_t rng = 0x2545f4914f6cdd1dull;
 
 	while (wall_now() < end) {
-		/* Steer toward the requested split using the measured CPU times. */
+		/* Random order and chunk sizes: no periodic pattern the sampling clock could
+		 * alias with; the split itself is measured, not assumed. */
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		uint64_t chunk = 10000 + (rng >> 40) % 20000;
+		bool pick_a = (int)((rng >> 8) % 100) < pct_a;
 		double t0 = cpu_now();
-		if (t_a * 100.0 <= (t_a + t_b) * pct_a) {
+
+		if (pick_a) {
 			phase_a(chunk);
 			t_a += cpu_now() - t0;
 		} else {
