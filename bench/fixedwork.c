@@ -9,7 +9,7 @@
 
 static volatile uint64_t sink;
 
-__attribute__((noinline)) static uint64_t bench_leaf(uint64_t n)
+__attribute__((noinline)) uint64_t bench_leaf(uint64_t n)
 {
 	uint64_t h = n + 0x9e3779b97f4a7c15ull;
 
@@ -22,12 +22,12 @@ __attribute__((noinline)) static uint64_t bench_leaf(uint64_t n)
 	return h;
 }
 
-__attribute__((noinline)) static uint64_t bench_mid(uint64_t n)
+__attribute__((noinline)) uint64_t bench_mid(uint64_t n)
 {
 	return bench_leaf(n) + 1;
 }
 
-static void *worker(void *arg)
+__attribute__((noinline)) void *worker(void *arg)
 {
 	uint64_t rounds = *(uint64_t *)arg, acc = 0;
 

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEATS=${1:-3}
-ROUNDS=${2:-60000}
+ROUNDS=${2:-500000}
 MLPROF=${MLPROF:-build/mlprof}
 OUT=$(mktemp -d /tmp/mlprof-bench.XXXXXX)
 NCPU=$(nproc)
@@ -28,7 +28,8 @@ for i in $(seq "$REPEATS"); do
 	mpid=$!
 	sleep 2
 	ml+=("$(work)")
-	kill -INT $mpid; wait $mpid || true
+	# signal mlprof itself: GNU time ignores SIGINT while it waits
+	pkill -INT -P $mpid; wait $mpid || true
 
 	perf record -a -F 99 --call-graph dwarf -o "$OUT/perf.data" -q >/dev/null 2>&1 &
 	ppid=$!

@@ -765,7 +765,7 @@ static int pipeline_setup(struct agent *a)
 		.kernel_frames = c->kernel_frames,
 		.symcache_bytes = c->symcache_bytes,
 		.max_procs = c->max_procs,
-		.ringbuf_bytes = 8u << 20,
+		.ringbuf_bytes = 0, /* sized by CPU count (sampler.c) */
 	};
 
 	if (c->pids.n) {

@@ -30,7 +30,14 @@ _Static_assert(sizeof(struct mlprof_sample) == 80 + MLPROF_NREGS * 8 + MLPROF_MA
 _Static_assert(sizeof(struct mlprof_proc_event) == 40, "mlprof_proc_event size");
 _Static_assert((MLPROF_MAX_USTACK & (MLPROF_MAX_USTACK - 1)) == 0, "ustack bound");
 
-#define DEFAULT_RINGBUF_BYTES (16UL << 20)
+/*
+ * Default ring buffer: 2 MiB per online CPU (about 60 full 32 KiB samples per CPU, i.e.
+ * 600 ms of 99 Hz samples between two polls), between 4 and 64 MiB. It is mapped twice
+ * by libbpf, so it counts double in RSS: keep it no larger than bursts need.
+ */
+#define RINGBUF_BYTES_PER_CPU (2UL << 20)
+#define MIN_RINGBUF_BYTES     (4UL << 20)
+#define MAX_DEFAULT_RINGBUF   (64UL << 20)
 #define MAX_RINGBUF_BYTES     (1UL << 30)
 #define PIDS_MAX_ENTRIES      8192
 #define CPU_ONLINE_PATH	      "/sys/devices/system/cpu/online"
@@ -242,8 +249,15 @@ static size_t ringbuf_size(size_t want)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t sz = page;
 
-	if (!want)
-		want = DEFAULT_RINGBUF_BYTES;
+	if (!want) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		want = (ncpu > 0 ? (size_t)ncpu : 1) * RINGBUF_BYTES_PER_CPU;
+		if (want < MIN_RINGBUF_BYTES)
+			want = MIN_RINGBUF_BYTES;
+		if (want > MAX_DEFAULT_RINGBUF)
+			want = MAX_DEFAULT_RINGBUF;
+	}
 	if (want > MAX_RINGBUF_BYTES)
 		want = MAX_RINGBUF_BYTES;
 	while (sz < want)
