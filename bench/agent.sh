@@ -58,10 +58,11 @@ python3 - "$OUT/samples.txt" "$CLK" "$OUT/metrics.txt" <<'PY'
 import sys
 rows = [l.split() for l in open(sys.argv[1])]
 clk = float(sys.argv[2])
-print("| phase | duration (s) | agent CPU (% of one core) | RSS min / max / last (MB) | RSS trend (KB/min) |")
+print("| phase (after 30 s warm-up) | duration (s) | agent CPU (% of one core) | RSS min / max / last (MB) | RSS trend (KB/min) |")
 print("|---|---|---|---|---|")
 for phase in ("up", "down", "recovered"):
-    r = [(float(t), float(c), float(m)) for p, t, c, m in rows if p == phase]
+    # the first 30 s are start-up (BPF load, first symbol tables): not part of the trend
+    r = [(float(t), float(c), float(m)) for p, t, c, m in rows if p == phase and float(t) >= 30]
     if len(r) < 2:
         continue
     dt = r[-1][0] - r[0][0]
