@@ -125,6 +125,8 @@ static void *thread_loop(struct thread_arg *a)
 
 __attribute__((noinline)) void *thread_a(void *p)
 {
+	/* named before any work, so every sample of the thread carries the name */
+	pthread_setname_np(pthread_self(), "wl-thread-a");
 	void *r = thread_loop(p);
 	__asm__ volatile("" ::: "memory");
 	return r;
@@ -132,6 +134,7 @@ __attribute__((noinline)) void *thread_a(void *p)
 
 __attribute__((noinline)) void *thread_b(void *p)
 {
+	pthread_setname_np(pthread_self(), "wl-thread-b");
 	void *r = thread_loop(p);
 	__asm__ volatile("" ::: "memory");
 	return r;
@@ -144,8 +147,6 @@ __attribute__((noinline)) static int run_threads(double secs)
 
 	if (pthread_create(&ta, NULL, thread_a, &a) || pthread_create(&tb, NULL, thread_b, &b))
 		return 1;
-	pthread_setname_np(ta, "wl-thread-a");
-	pthread_setname_np(tb, "wl-thread-b");
 	pthread_join(ta, NULL);
 	pthread_join(tb, NULL);
 	printf("{\"mode\":\"threads\",\"leaf_ta\":%.6f,\"leaf_tb\":%.6f}\n", a.cpu, b.cpu);
