@@ -170,6 +170,7 @@ static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_
 	struct vma_ctx vc = {};
 	__u64 want = ustack_bytes;
 	__u64 len;
+	bool ok = false;
 	long err;
 	int i;
 
@@ -199,8 +200,10 @@ static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_
 		/* keep the bound visible to the verifier whatever clang does with len */
 		if (len > MLPROF_MAX_USTACK)
 			len = MLPROF_MAX_USTACK;
-		if (bpf_probe_read_user(rec->ustack, len, (const void *)sp) == 0)
+		if (bpf_probe_read_user(rec->ustack, len, (const void *)sp) == 0) {
+			ok = true;
 			break;
+		}
 		/*
 		 * Some page is not resident. Usually it is the never-touched random gap that
 		 * exec leaves below the argument strings at the top of the main stack, so
@@ -215,7 +218,8 @@ static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_
 		if (len < USTACK_MIN)
 			break;
 	}
-	if (i == USTACK_TRIES || len < USTACK_MIN) {
+	/* a short stack read whole is fine: only failed reads are errors */
+	if (!ok) {
 		rec->flags &= ~MLPROF_SF_USTACK_CUT;
 		rec->flags |= MLPROF_SF_USTACK_ERR;
 		stat_inc(MLPROF_STAT_USTACK_ERR);

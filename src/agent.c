@@ -262,10 +262,10 @@ static void window_flush(struct agent *a, struct window *w, uint64_t next_idx, i
 		size_t len = 0;
 		int err;
 
+		a->c.drops[DROP_MEMORY] += profile__dropped(s->prof);
 		if (!profile__n_samples(s->prof))
 			continue; /* never an empty profile */
 		profile__set_duration(s->prof, dur_ns);
-		a->c.drops[DROP_MEMORY] += profile__dropped(s->prof);
 		err = pprof__encode(s->prof, true, &buf, &len);
 		if (err) {
 			a->c.encode_errors++;
@@ -306,6 +306,7 @@ static void rotate(struct agent *a)
 	a->win[1] = tmp;
 	window_reset(&a->win[1], a->win[0].idx + 1);
 	pipeline__gc(a->pl);
+	labeler__prune(a->labeler);
 	off = measure_offset();
 	if (llabs(off - a->mono_to_real) > CLOCK_STEP_NS) {
 		/* keep windows contiguous unless the wall clock really stepped */

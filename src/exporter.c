@@ -35,6 +35,7 @@ struct exporter {
 	struct exporter_config cfg; /* deep copy */
 	char **owned;		    /* strings owned by cfg */
 	int n_owned;
+	bool own_failed; /* a copy into owned failed (out of memory) */
 	const struct export_ops *ops;
 	CURL *curl;
 	struct spool *spool;
@@ -815,8 +816,11 @@ static void send_from_spool(struct exporter *e, bool probe)
 
 	err = spool__read_oldest(e->spool, &rec);
 	sync_spool_stats(e);
-	if (err)
+	if (err) {
+		if (err == -ENOMEM) /* the file stays for later: do not spin on it */
+			wait_ms(e, e->cfg.backoff_min_ms ? e->cfg.backoff_min_ms : 500);
 		return;
+	}
 	e->busy = true;
 	if (deliver(e, &rec->item, probe))
 		spool__remove(e->spool, rec->order);
@@ -955,8 +959,10 @@ static const char *own(struct exporter *e, const char *s)
 	if (!s)
 		return NULL;
 	c = strdup(s);
-	if (!c)
+	if (!c) {
+		e->own_failed = true; /* exporter__new checks once after all copies */
 		return NULL;
+	}
 	e->owned[e->n_owned++] = c;
 	return c;
 }
@@ -1053,6 +1059,10 @@ struct exporter *exporter__new(const struct exporter_config *cfg)
 	e->cfg.spool_dir = own(e, cfg->spool_dir);
 	for (i = 0; i < n_hdr; i++)
 		hdrs[i] = own(e, cfg->headers[i]);
+	if (e->own_failed) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	if (!e->cfg.connect_timeout_ms)
 		e->cfg.connect_timeout_ms = 5000;
 	if (!e->cfg.timeout_ms)

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1275,6 +1276,8 @@ struct labeler {
 	struct pid_entry **buckets;
 	size_t n_buckets;
 	struct pid_entry *lru_head, *lru_tail; /* head = most recent */
+	struct pid_entry *free_list;	       /* pruned slots, linked by hnext */
+	size_t live;			       /* entries in the hash/LRU */
 	struct k8s_client *k8s;
 	struct labeler_stats st;
 };
@@ -1371,7 +1374,9 @@ static void cache_drop_all(struct labeler *l)
 	}
 	memset(l->buckets, 0, sizeof(*l->buckets) * l->n_buckets);
 	l->lru_head = l->lru_tail = NULL;
+	l->free_list = NULL;
 	l->used = 0;
+	l->live = 0;
 }
 
 int labeler__reconfigure(struct labeler *l, const struct agent_config *cfg)
@@ -1837,8 +1842,13 @@ static struct pid_entry *cache_insert(struct labeler *l, pid_t pid)
 	struct pid_entry *e;
 	size_t b;
 
-	if (l->used < l->cap) {
+	if (l->free_list) {
+		e = l->free_list;
+		l->free_list = e->hnext;
+		l->live++;
+	} else if (l->used < l->cap) {
 		e = &l->entries[l->used++];
+		l->live++;
 	} else {
 		e = l->lru_tail;
 		lru_unlink(l, e);
@@ -1854,6 +1864,26 @@ static struct pid_entry *cache_insert(struct labeler *l, pid_t pid)
 	l->buckets[b] = e;
 	lru_push_front(l, e);
 	return e;
+}
+
+void labeler__prune(struct labeler *l)
+{
+	struct pid_entry *e = l->lru_tail, *prev;
+
+	for (; e; e = prev) {
+		prev = e->lru_prev;
+		if (kill(e->pid, 0) == 0 || errno != ESRCH)
+			continue;
+		lru_unlink(l, e);
+		cache_unhash(l, e);
+		free(e->strings);
+		e->strings = NULL;
+		e->used = false;
+		e->hnext = l->free_list;
+		l->free_list = e;
+		l->live--;
+		l->st.cache_pruned++;
+	}
 }
 
 const struct series_labels *labeler__lookup(struct labeler *l, pid_t pid, const char *comm,
@@ -1902,7 +1932,7 @@ const struct series_labels *labeler__lookup(struct labeler *l, pid_t pid, const 
 void labeler__stats(struct labeler *l, struct labeler_stats *out)
 {
 	*out = l->st;
-	out->cache_entries = l->used;
+	out->cache_entries = l->live;
 	if (l->k8s) {
 		pthread_mutex_lock(&l->k8s->lock);
 		out->k8s_fetches = l->k8s->fetches;

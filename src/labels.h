@@ -113,6 +113,7 @@ struct series_labels {
 
 struct labeler_stats {
 	uint64_t cache_entries, cache_evictions, lookups, misses, invalidations, labels_trimmed;
+	uint64_t cache_pruned; /* entries of exited processes released by labeler__prune */
 	uint64_t k8s_fetches, k8s_errors, k8s_pods;
 };
 
@@ -137,5 +138,7 @@ void labeler__free(struct labeler *l);
 const struct series_labels *labeler__lookup(struct labeler *l, pid_t pid, const char *comm,
 					    const struct proc *proc, uint64_t window);
 void labeler__stats(struct labeler *l, struct labeler_stats *out);
+/* Releases the cache entries of processes that no longer exist (call once per window). */
+void labeler__prune(struct labeler *l);
 
 #endif

@@ -212,6 +212,13 @@ static int on_event(void *ctx, const void *data, size_t size)
 			pl->proc_events++;
 		}
 		break;
+	case MLPROF_EV_FORK:
+		/* a new process: if its pid was used before, the cached maps are someone else's */
+		if (size >= sizeof(*pe)) {
+			proc_cache__on_exec(pl->procs, (pid_t)pe->pid);
+			pl->proc_events++;
+		}
+		break;
 	default:
 		pl->proc_events++;
 		break;

@@ -602,6 +602,13 @@ struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid)
 		errno = err == -ENOENT ? ESRCH : -err;
 		return NULL;
 	}
+	if (ms->n == 0) {
+		/* a zombie (or a process past exit_mm) reads as an empty maps file: it is gone,
+		 * and caching it would keep an entry nobody ever marks dead */
+		map_set_free(pc, ms);
+		errno = ESRCH;
+		return NULL;
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e) {
 		map_set_free(pc, ms);

@@ -787,6 +787,11 @@ void profile__set_duration(struct profile *p, int64_t duration_nanos)
 	p->cfg.duration_nanos = duration_nanos;
 }
 
+void profile__set_time(struct profile *p, int64_t time_nanos)
+{
+	p->cfg.time_nanos = time_nanos;
+}
+
 const struct profile_config *profile__config(const struct profile *p)
 {
 	return &p->cfg;

@@ -51,6 +51,8 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames, co
 		 const struct profile_label *labels, int n_labels);
 
 void profile__set_duration(struct profile *p, int64_t duration_nanos);
+/* Sets the start of the profile (wall clock ns since the epoch). */
+void profile__set_time(struct profile *p, int64_t time_nanos);
 const struct profile_config *profile__config(const struct profile *p);
 /* Number of distinct (stack, labels) samples; total of value index vi over all samples. */
 size_t profile__n_samples(const struct profile *p);

@@ -609,13 +609,18 @@ int record__main(int argc, char **argv)
 		if (write(go_fd, "g", 1) != 1) {
 			fprintf(stderr, "mlprof: record: cannot start the command: %s\n",
 				strerror(errno));
+			close(go_fd);
+			go_fd = -1;
+			waitpid(child, NULL, 0);
 			goto cleanup;
 		}
 		close(go_fd);
 		go_fd = -1;
 	}
 
+	/* the profile covers the capture itself, not the BPF load before it */
 	t0 = now_ns(CLOCK_MONOTONIC);
+	profile__set_time(st.prof, (int64_t)now_ns(CLOCK_REALTIME));
 	err = run_loop(&o, pl, child, &status);
 	profile__set_duration(st.prof, (int64_t)(now_ns(CLOCK_MONOTONIC) - t0));
 	if (!o.quiet)

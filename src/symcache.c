@@ -591,6 +591,14 @@ cleanup:
 	for (int i = 0; i < b.nkeep; i++)
 		elf_file__put(b.keep[i]);
 	free(b.v);
+	if (err && err != -ENOMEM && t && !t->syms) {
+		/* Unreadable symbols (corrupt ELF, bad MiniDebugInfo): remember the failure as an
+		 * empty table so later frames of this object neither rebuild nor log again. */
+		pr_warn("cannot read symbols of %s: %s", elf_file__path(ef), strerror(-err));
+		t->nsyms = 0;
+		t->bytes = sizeof(*t) + strlen(t->key) + 1;
+		err = 0;
+	}
 	if (err) {
 		if (t)
 			symtab_free(t);
@@ -660,13 +668,8 @@ int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_
 		if (!owned)
 			return -ENOMEM;
 		t = build_table(sc, ef, root_prefix, owned, hash); /* takes owned */
-		if (!t) {
-			int err = -errno;
-
-			pr_warn("cannot build symbols for %s: %s", elf_file__path(ef),
-				strerror(-err));
-			return err;
-		}
+		if (!t)
+			return -errno; /* out of memory: nothing cached, a later lookup retries */
 		t->hnext = sc->buckets[hash % SC_BUCKETS];
 		sc->buckets[hash % SC_BUCKETS] = t;
 		lru_push_head(sc, t);
