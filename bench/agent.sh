@@ -33,11 +33,12 @@ WL=$!
 AG=$!
 CLK=$(getconf CLK_TCK)
 
-sample() { # phase elapsed_s cpu_ticks rss_kb
-	local st rss
+sample() { # phase elapsed_s cpu_ticks rss_kb anon_kb
+	local st rss anon
 	st=$(awk '{print $14+$15}' /proc/$AG/stat)
 	rss=$(awk '/VmRSS/{print $2}' /proc/$AG/status)
-	echo "$1 $2 $st $rss" >>"$OUT/samples.txt"
+	anon=$(awk '/RssAnon/{print $2}' /proc/$AG/status)
+	echo "$1 $2 $st $rss $anon" >>"$OUT/samples.txt"
 }
 run_phase() { # name seconds
 	local end=$((SECONDS + $2))
@@ -58,19 +59,28 @@ python3 - "$OUT/samples.txt" "$CLK" "$OUT/metrics.txt" <<'PY'
 import sys
 rows = [l.split() for l in open(sys.argv[1])]
 clk = float(sys.argv[2])
-print("| phase (after 30 s warm-up) | duration (s) | agent CPU (% of one core) | RSS min / max / last (MB) | RSS trend (KB/min) |")
-print("|---|---|---|---|---|")
+print("| phase (after 30 s warm-up) | duration (s) | agent CPU (% of one core) | RSS min / max / last (MB) | RSS trend (KB/min) | anonymous RSS min / max (MB) | anonymous trend (KB/min) |")
+print("|---|---|---|---|---|---|---|")
+
+
+def slope(r, k):
+    n = len(r); mt = sum(x[0] for x in r) / n; mm = sum(x[k] for x in r) / n
+    return sum((x[0] - mt) * (x[k] - mm) for x in r) / max(sum((x[0] - mt) ** 2 for x in r), 1e-9)
+
+
 for phase in ("up", "down", "recovered"):
     # the first 30 s are start-up (BPF load, first symbol tables): not part of the trend
-    r = [(float(t), float(c), float(m)) for p, t, c, m in rows if p == phase and float(t) >= 30]
+    r = [(float(x[1]), float(x[2]), float(x[3]), float(x[4]) if len(x) > 4 else 0.0)
+         for x in rows if x[0] == phase and float(x[1]) >= 30]
     if len(r) < 2:
         continue
     dt = r[-1][0] - r[0][0]
     cpu = (r[-1][1] - r[0][1]) / clk / dt * 100
-    n = len(r); mt = sum(x[0] for x in r) / n; mm = sum(x[2] for x in r) / n
-    slope = sum((x[0] - mt) * (x[2] - mm) for x in r) / max(sum((x[0] - mt) ** 2 for x in r), 1e-9)
     rss = [x[2] / 1024 for x in r]
-    print("| %s | %.0f | %.2f | %.1f / %.1f / %.1f | %+.1f |" % (phase, dt, cpu, min(rss), max(rss), rss[-1], slope * 60))
+    anon = [x[3] / 1024 for x in r]
+    print("| %s | %.0f | %.2f | %.1f / %.1f / %.1f | %+.1f | %.1f / %.1f | %+.1f |" % (
+        phase, dt, cpu, min(rss), max(rss), rss[-1], slope(r, 2) * 60, min(anon), max(anon),
+        slope(r, 3) * 60))
 print()
 print(open(sys.argv[3]).read())
 PY
