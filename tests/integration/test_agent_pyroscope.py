@@ -33,6 +33,9 @@ import unittest
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pyroscope_server import PyroscopeServer, span  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 MLPROF = os.environ.get("MLPROF", os.path.join(SRC, "build", "mlprof"))
@@ -69,27 +72,6 @@ def free_port():
         return s.getsockname()[1]
 
 
-def free_base():
-    """Four consecutive free ports (Pyroscope: http, grpc, memberlist, raft)."""
-    for _ in range(100):
-        base = free_port()
-        if base + 4 > 65535:
-            continue
-        try:
-            socks = []
-            for p in range(base, base + 4):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no 4 consecutive free ports")
-
-
 def wait_for(cond, timeout, step=0.2):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -106,40 +88,16 @@ def spool_files(d):
     return sorted(f for f in os.listdir(d) if f.endswith(".spool"))
 
 
-class Pyroscope:
+class Pyroscope(PyroscopeServer):
     def __init__(self, name, extra=""):
-        self.data = os.path.join(TMP, name)
-        self.base = free_base()
-        self.extra = extra
-        self.url = "http://127.0.0.1:%d" % self.base
+        super().__init__(SCRIPT, os.path.join(TMP, name), extra=extra)
 
     def start(self):
-        env = dict(os.environ, PYROSCOPE_ARGS=self.extra)
-        out = subprocess.run([SCRIPT, "start", self.data, str(self.base)], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             timeout=180)
-        if out.returncode:
-            log = os.path.join(self.data, "pyroscope.log")
-            tail = open(log).read()[-3000:] if os.path.exists(log) else ""
-            raise RuntimeError("pyroscope start failed: %s\n%s" % (out.stderr, tail))
-
-    def stop(self):
-        subprocess.run([SCRIPT, "stop", self.data], timeout=60)
-
-    def query(self, method, body, tenant=None):
-        req = urllib.request.Request(
-            "%s/querier.v1.QuerierService/%s" % (self.url, method),
-            data=json.dumps(body).encode(), method="POST",
-            headers={"Content-Type": "application/json"})
-        if tenant:
-            req.add_header("X-Scope-OrgID", tenant)
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.loads(r.read() or b"{}")
+        super().start(timeout=180)
 
     @staticmethod
     def span():
-        end = int(time.time() * 1000) + 60000
-        return end - 3600000, end
+        return span()
 
     def label_values(self, name, selector, tenant=None):
         s, e = self.span()

@@ -11,12 +11,13 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pyroscope_server import PyroscopeServer as Server, free_base, span  # noqa: E402
 
 WINDOW_TOTAL = 40000000  # per window: 3 x 10 ms + 1 x 10 ms, in ns
 PTYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -28,54 +29,6 @@ def check(cond, msg):
     print(("ok   " if cond else "FAIL ") + msg, flush=True)
     if not cond:
         failures.append(msg)
-
-
-def free_base():
-    for _ in range(50):
-        base = 20000 + (os.getpid() * 7 + int(time.time() * 1000)) % 20000
-        try:
-            for p in range(base, base + 4):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("no free ports")
-
-
-class Server:
-    def __init__(self, script, data, base, extra=""):
-        self.script, self.data, self.base, self.extra = script, data, base, extra
-        self.url = "http://127.0.0.1:%d" % base
-
-    def start(self):
-        env = dict(os.environ, PYROSCOPE_ARGS=self.extra)
-        out = subprocess.run([self.script, "start", self.data, str(self.base)], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             timeout=300)
-        if out.returncode:
-            log = os.path.join(self.data, "pyroscope.log")
-            tail = open(log).read()[-3000:] if os.path.exists(log) else ""
-            raise RuntimeError("pyroscope start failed: %s\n%s" % (out.stderr, tail))
-        return int(out.stdout.strip())
-
-    def stop(self):
-        subprocess.run([self.script, "stop", self.data], timeout=60)
-
-    def query(self, method, body, tenant=None):
-        req = urllib.request.Request(
-            "%s/querier.v1.QuerierService/%s" % (self.url, method),
-            data=json.dumps(body).encode(), method="POST",
-            headers={"Content-Type": "application/json"})
-        if tenant:
-            req.add_header("X-Scope-OrgID", tenant)
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.loads(r.read() or b"{}")
-
-
-def span():
-    end = int(time.time() * 1000) + 60000
-    return end - 3600000, end
 
 
 def label_values(srv, name, selector=None, tenant=None):

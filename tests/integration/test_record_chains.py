@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import unittest
 
-from itutil import (MLPROF, WL_DIR, main_chain_ok, need_root, record, stacks_of,
+from itutil import (WL_DIR, main_chain_ok, need_root, record, stacks_of,
                     thread_chain_ok, tmpdir)
 
 FREQ = "499"
