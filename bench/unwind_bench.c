@@ -30,31 +30,9 @@ static uint64_t stack_top;
 __attribute__((noinline)) void bench_capture(struct mlprof_sample *s)
 {
 	__u64 *r = s->regs;
-	uint64_t sp, len;
 
-	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
-			 "mov %%rax, 0(%0)\n\t"
-			 "mov %%rsp, 8(%0)\n\t"
-			 "mov %%rbp, 16(%0)\n\t"
-			 "mov %%rbx, 24(%0)\n\t"
-			 "mov %%r12, 32(%0)\n\t"
-			 "mov %%r13, 40(%0)\n\t"
-			 "mov %%r14, 48(%0)\n\t"
-			 "mov %%r15, 56(%0)\n\t"
-			 :
-			 : "r"(r)
-			 : "rax", "memory");
-	sp = r[MLPROF_REG_SP];
-	len = stack_top > sp ? stack_top - sp : 0;
-	if (len > SNAP_STACK) {
-		len = SNAP_STACK;
-		s->flags |= MLPROF_SF_USTACK_CUT;
-	}
-	memcpy(s->ustack, (const void *)(uintptr_t)sp, len);
-	s->ustack_len = (uint32_t)len;
-	s->type = MLPROF_EV_SAMPLE;
-	s->pid = (uint32_t)getpid();
-	s->flags |= MLPROF_SF_USER_REGS;
+	SNAP_CAPTURE_REGS(r);
+	snap_fill(s, stack_top, SNAP_STACK);
 }
 
 static volatile uint64_t sink;

@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
+
+#include <mlprof/sample.h>
 
 #include "unwind.h"
 
@@ -17,6 +20,48 @@ copy_stack(uint8_t *dst, const uint8_t *src, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
 		((volatile uint8_t *)dst)[i] = src[i];
+}
+
+/*
+ * Stores the calling function's rip, rsp, rbp, rbx and r12-r15 into r (a __u64 array in
+ * enum mlprof_reg order). A macro, not a function: the values must be the caller's own.
+ */
+#define SNAP_CAPTURE_REGS(r)                                                                       \
+	__asm__ volatile("lea 0(%%rip), %%rax\n\t"                                                 \
+			 "mov %%rax, 0(%0)\n\t"                                                    \
+			 "mov %%rsp, 8(%0)\n\t"                                                    \
+			 "mov %%rbp, 16(%0)\n\t"                                                   \
+			 "mov %%rbx, 24(%0)\n\t"                                                   \
+			 "mov %%r12, 32(%0)\n\t"                                                   \
+			 "mov %%r13, 40(%0)\n\t"                                                   \
+			 "mov %%r14, 48(%0)\n\t"                                                   \
+			 "mov %%r15, 56(%0)\n\t"                                                   \
+			 :                                                                         \
+			 : "r"(r)                                                                  \
+			 : "rax", "memory")
+_Static_assert(MLPROF_REG_IP == 0 && MLPROF_REG_SP == 1 && MLPROF_REG_BP == 2 &&
+		       MLPROF_REG_BX == 3 && MLPROF_REG_R12 == 4 && MLPROF_REG_R15 == 7,
+	       "SNAP_CAPTURE_REGS stores regs in enum mlprof_reg order");
+
+/*
+ * Completes a snapshot whose regs are set: copies the live stack from regs[SP] up to
+ * stack_end (at most max bytes, flagging USTACK_CUT beyond) and fills the header.
+ */
+static void snap_fill(struct mlprof_sample *s, uint64_t stack_end, uint64_t max)
+{
+	uint64_t sp = s->regs[MLPROF_REG_SP];
+	uint64_t len = stack_end > sp ? stack_end - sp : 0;
+
+	if (len > max) {
+		len = max;
+		s->flags |= MLPROF_SF_USTACK_CUT;
+	}
+	copy_stack(s->ustack, (const uint8_t *)(uintptr_t)sp, len);
+	s->ustack_len = (uint32_t)len;
+	s->type = MLPROF_EV_SAMPLE;
+	s->pid = (uint32_t)getpid();
+	s->tid = (uint32_t)gettid();
+	s->flags |= MLPROF_SF_USER_REGS;
 }
 
 /* End of the mapping (this process) that contains sp, or 0. */

@@ -44,36 +44,9 @@ __attribute__((noinline)) void uw_capture(void *arg)
 {
 	struct mlprof_sample *s = arg;
 	__u64 *r = s->regs;
-	uint64_t sp, end, len;
 
-	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
-			 "mov %%rax, 0(%0)\n\t"
-			 "mov %%rsp, 8(%0)\n\t"
-			 "mov %%rbp, 16(%0)\n\t"
-			 "mov %%rbx, 24(%0)\n\t"
-			 "mov %%r12, 32(%0)\n\t"
-			 "mov %%r13, 40(%0)\n\t"
-			 "mov %%r14, 48(%0)\n\t"
-			 "mov %%r15, 56(%0)\n\t"
-			 :
-			 : "r"(r)
-			 : "rax", "memory");
-	_Static_assert(MLPROF_REG_IP == 0 && MLPROF_REG_SP == 1 && MLPROF_REG_BP == 2 &&
-			       MLPROF_REG_BX == 3 && MLPROF_REG_R12 == 4 && MLPROF_REG_R15 == 7,
-		       "asm above stores regs in enum mlprof_reg order");
-	sp = r[MLPROF_REG_SP];
-	end = stack_end_of(sp);
-	len = end > sp ? end - sp : 0;
-	if (len > SNAP_STACK) {
-		len = SNAP_STACK;
-		s->flags |= MLPROF_SF_USTACK_CUT;
-	}
-	copy_stack(s->ustack, (const uint8_t *)(uintptr_t)sp, len);
-	s->ustack_len = (uint32_t)len;
-	s->type = MLPROF_EV_SAMPLE;
-	s->pid = (uint32_t)getpid();
-	s->tid = (uint32_t)gettid();
-	s->flags |= MLPROF_SF_USER_REGS;
+	SNAP_CAPTURE_REGS(r);
+	snap_fill(s, stack_end_of(r[MLPROF_REG_SP]), SNAP_STACK);
 }
 
 static volatile uint64_t sink;

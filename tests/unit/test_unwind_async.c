@@ -51,7 +51,6 @@ static void on_prof(int sig, siginfo_t *si, void *ctx)
 		[MLPROF_REG_R10] = REG_R10, [MLPROF_REG_R11] = REG_R11,
 	};
 	struct mlprof_sample *s;
-	uint64_t sp, len;
 	int i = nsnaps;
 
 	if (i >= want_snaps)
@@ -60,18 +59,8 @@ static void on_prof(int sig, siginfo_t *si, void *ctx)
 	memset(s, 0, sizeof(*s));
 	for (int r = 0; r < MLPROF_NREGS; r++)
 		s->regs[r] = (uint64_t)g[map[r]];
-	sp = s->regs[MLPROF_REG_SP];
-	len = stack_top > sp ? stack_top - sp : 0;
-	if (len > SNAP_STACK) {
-		len = SNAP_STACK;
-		s->flags |= MLPROF_SF_USTACK_CUT;
-	}
 	/* the handler runs below the interrupted rsp (and its red zone): this is intact */
-	copy_stack(s->ustack, (const uint8_t *)(uintptr_t)sp, len);
-	s->ustack_len = (uint32_t)len;
-	s->type = MLPROF_EV_SAMPLE;
-	s->pid = (uint32_t)getpid();
-	s->flags |= MLPROF_SF_USER_REGS;
+	snap_fill(s, stack_top, SNAP_STACK);
 	nsnaps = i + 1;
 }
 
