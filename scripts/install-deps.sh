@@ -14,12 +14,23 @@ fi
 
 pkgs=(build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
 	libunwind-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libzstd-dev
-	liblzma-dev binutils python3 python3-numpy libc6-dbg)
+	liblzma-dev binutils python3 python3-numpy libc6-dbg python3.11-dbg libdw-dev libdebuginfod-dev
+	libiberty-dev)
 if [ "$want_test" = 1 ]; then
 	# Tests: fixture builds (objcopy/xz/strip), perf for the bench peer, Go for Pyroscope
-	# and `go tool pprof`, clang-format for the style check.
+	# and `go tool pprof`, clang-format for the style check, libpython (embedding test) and
+	# Debian's CPU PyTorch (training-loop test), clang's runtimes (fuzz targets).
 	pkgs+=(xz-utils elfutils linux-perf clang-format curl ca-certificates git util-linux
-		procps iproute2 file)
+		procps iproute2 file libpython3-dev python3-torch python3-venv
+		libclang-rt-14-dev) # libFuzzer + ASan/UBSan runtimes for the fuzz targets
+	# debuginfod server (it.debuginfod); Debian's rustc where none is on PATH (rustup), for
+	# the Rust test program (it.record_rust)
+	pkgs+=(debuginfod)
+	# a test certificate for the HTTPS backend of it.signals
+	pkgs+=(openssl)
+	# a freezable file system for the spool (it.agent_spool_stall: mkfs.ext4, fsfreeze)
+	pkgs+=(e2fsprogs mount)
+	command -v rustc >/dev/null 2>&1 || pkgs+=(rustc)
 fi
 
 missing=()

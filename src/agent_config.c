@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* `mlprof agent` configuration: option table, flag/env/file parsing, validation, --help. */
 #include "agent_config.h"
+#include "cuda.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "httpd.h"
+#include "redact.h"
+
 enum opt_type {
 	OPT_STR,
 	OPT_UINT,    /* unsigned integer within [min, max] */
@@ -20,9 +24,11 @@ enum opt_type {
 	OPT_LIST,    /* repeatable; environment value split on sep */
 };
 
-#define OPTF_ENV_ONLY 0x1 /* secret: environment only, never a flag or a file key */
-#define OPTF_SECRET   0x2 /* never printed */
-#define OPTF_RELOAD   0x4 /* applied on SIGHUP without restart */
+#define OPTF_ENV_ONLY 0x1  /* secret: environment only, never a flag or a file key */
+#define OPTF_SECRET   0x2  /* never printed */
+#define OPTF_RELOAD   0x4  /* applied on SIGHUP without restart */
+#define OPTF_URL      0x8  /* printed with its credentials redacted (redact__url) */
+#define OPTF_HEADER   0x10 /* list of 'Name: value': printed with the values redacted */
 
 struct opt {
 	const char *name; /* long flag, file key; env MLPROF_<NAME with - as _> */
@@ -88,6 +94,35 @@ static const struct opt opts[] = {
 	O_UINT("ustack-bytes", ustack_bytes, "32768", "BYTES", "user stack bytes copied per sample",
 	       0, 1024, 65536),
 	O_BOOL("kernel-frames", kernel_frames, "true", "include kernel frames in stacks", 0),
+	O_BOOL("off-cpu", offcpu, "false",
+	       "also profile off-CPU time (blocked or waiting for a CPU), pushed as the offcpu "
+	       "profile type",
+	       0),
+	O_UINT("off-cpu-min-us", offcpu_min_us, "10", "US", "shortest off-CPU interval counted", 0,
+	       0, 60000000),
+	O_UINT("off-cpu-rate", offcpu_rate, "200", "N",
+	       "off-CPU stack captures per CPU per second; above it switch-outs are sampled and "
+	       "weighted",
+	       0, 10, 100000),
+	O_STR("cuda", cuda, "all", "LIST",
+	      "CUDA/NCCL profiles from uprobes on the libraries processes map: all, none, or a "
+	      "comma list of launches,sync,memcpy,memory,nccl",
+	      0, NULL),
+	O_UINT("cuda-rate", cuda_rate, "200", "N",
+	       "CUDA/NCCL stack captures per CPU per second (counts stay exact)", 0, 10, 1000000),
+	O_BOOL("memory", memory, "true",
+	       "memory-growth profile (memory brought in by page faults, and in use at each "
+	       "window's end, by site)",
+	       0),
+	O_UINT("memory-sample", memory_sample_kib, "512", "KIB",
+	       "mean KiB of faulted-in memory per captured stack", 0, 4, 1048576),
+	O_BOOL("python", python, "true",
+	       "read Python frames of CPython 3.10-3.14 processes (interleaved with native frames)",
+	       0),
+	O_BOOL("source-lines", source_lines, "false",
+	       "file and line of native frames from DWARF (libdw holds each debug file's "
+	       "decompressed sections while in use: tens of MB per large library)",
+	       0),
 	O_BYTES("symcache-bytes", symcache_bytes, "64M", "memory bound of the symbol tables",
 		1 << 20, (uint64_t)16 << 30),
 	O_UINT("max-procs", max_procs, "4096", "N", "bound on cached processes", 0, 16, 1 << 20),
@@ -109,7 +144,7 @@ static const struct opt opts[] = {
 	       OPTF_RELOAD),
 	/* delivery */
 	O_STR("url", url, "", "URL", "Pyroscope base URL; without it profiles go to --output-dir",
-	      0, NULL),
+	      OPTF_URL, NULL),
 	O_STR("api", api, "connect", "connect|ingest",
 	      "connect Push API (push.v1.PusherService/Push) or legacy /ingest", 0, api_choices),
 	O_STR("output-dir", output_dir, "/var/lib/mlprof/profiles", "DIR",
@@ -136,7 +171,8 @@ static const struct opt opts[] = {
 	O_STR("tenant-id", tenant_id, "", "ID", "X-Scope-OrgID header (multi-tenant Pyroscope)", 0,
 	      NULL),
 	O_LIST("header", headers, "'NAME: VALUE'",
-	       "extra HTTP header (repeatable; in the environment separated by newlines)", 0, '\n'),
+	       "extra HTTP header (repeatable; in the environment separated by newlines)",
+	       OPTF_HEADER, '\n'),
 	O_SECS("connect-timeout", connect_timeout_ms, "5", "connect timeout", 1, 600000),
 	O_SECS("timeout", timeout_ms, "10", "total timeout of one push attempt", 1, 3600000),
 	/* labels */
@@ -158,6 +194,12 @@ static const struct opt opts[] = {
 	O_UINT("max-services", max_services, "256", "N",
 	       "series per window; samples beyond go to service_name=other", OPTF_RELOAD, 1,
 	       100000),
+	O_UINT("service-min-age", service_min_age_s, "10", "SECONDS",
+	       "a command that a shell script or pipeline runs (grep, sleep, curl, bash -c ...) "
+	       "and that is younger than this when first sampled takes the script's service (or "
+	       "that of what ran the pipeline) until it is this old, so short-lived commands add "
+	       "no series; 0 = every process is named after itself",
+	       OPTF_RELOAD, 0, 86400),
 	O_UINT("label-cache-size", label_cache_size, "4096", "N",
 	       "processes whose labels and filter decisions are cached (LRU)", 0, 16, 1 << 20),
 	/* kubernetes */
@@ -609,36 +651,7 @@ static int read_secret(struct loader *ld, const char *path, char **out)
 
 int agent_config__split_addr(const char *addr, char *host, size_t hostlen, unsigned int *port)
 {
-	const char *colon, *h = addr;
-	size_t hl;
-	char *end;
-	unsigned long p;
-
-	if (addr[0] == '[') {
-		const char *rb = strchr(addr, ']');
-		if (!rb || rb[1] != ':')
-			return -EINVAL;
-		h = addr + 1;
-		hl = (size_t)(rb - h);
-		colon = rb + 1;
-	} else {
-		colon = strrchr(addr, ':');
-		if (!colon)
-			return -EINVAL;
-		hl = (size_t)(colon - addr);
-		if (memchr(addr, ':', hl))
-			return -EINVAL; /* bare IPv6 needs brackets */
-	}
-	if (hl >= hostlen || !isdigit((unsigned char)colon[1]))
-		return -EINVAL;
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (errno || *end || p > 65535)
-		return -EINVAL;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	*port = (unsigned int)p;
-	return 0;
+	return httpd__split_addr(addr, host, hostlen, port);
 }
 
 static bool valid_label_name(const char *s, size_t len)
@@ -665,6 +678,38 @@ static int check_regex(struct loader *ld, const char *what, const char *re)
 	return 0;
 }
 
+/* The authority of an http(s) URL names a host, and a port when given is 1..65535. */
+static int check_url_host(struct loader *ld, const char *url)
+{
+	const char *a = strstr(url, "://") + 3, *end = a + strcspn(a, "/?#"), *at, *h, *colon;
+
+	at = memchr(a, '@', (size_t)(end - a));
+	h = at ? at + 1 : a;
+	if (*h == '[') {
+		const char *rb = memchr(h, ']', (size_t)(end - h));
+
+		if (!rb || rb == h + 1)
+			goto nohost;
+		colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+	} else {
+		colon = memchr(h, ':', (size_t)(end - h));
+		if ((colon ? colon : end) == h)
+			goto nohost;
+	}
+	if (colon) {
+		char *pe;
+		unsigned long port;
+
+		errno = 0;
+		port = strtoul(colon + 1, &pe, 10);
+		if (pe != end || colon + 1 == end || errno || !port || port > 65535)
+			return fail(ld, "invalid --url '%s': port must be 1..65535", url);
+	}
+	return 0;
+nohost:
+	return fail(ld, "invalid --url '%s': no host (expected http[s]://HOST[:PORT][/PATH])", url);
+}
+
 static int validate(struct loader *ld, char **envp)
 {
 	struct agent_config *c = ld->cfg;
@@ -682,14 +727,31 @@ static int validate(struct loader *ld, char **envp)
 	}
 	if (*c->process_regex && (err = check_regex(ld, "--process-regex", c->process_regex)))
 		return err;
+	{
+		struct cuda_config cc;
+
+		if (cuda__parse_families(c->cuda, &cc))
+			return fail(ld,
+				    "invalid --cuda '%s': expected all, none, or a comma list of "
+				    "launches,sync,memcpy,memory,nccl",
+				    c->cuda);
+	}
 	if (*c->url && strncmp(c->url, "http://", 7) != 0 && strncmp(c->url, "https://", 8) != 0)
 		return fail(ld, "invalid --url '%s': expected http:// or https://", c->url);
+	if (*c->url && (err = check_url_host(ld, c->url)))
+		return err;
 	if (!*c->url && !*c->output_dir)
 		return fail(ld, "no --url and no --output-dir: profiles would have nowhere to go");
 	for (int i = 0; i < c->headers.n; i++) {
 		const char *h = c->headers.v[i], *colon = strchr(h, ':');
-		if (!colon || colon == h || strpbrk(h, "\r\n"))
-			return fail(ld, "invalid --header '%s': expected 'Name: value'", h);
+		if (!colon || colon == h || strpbrk(h, "\r\n")) {
+			char shown[256];
+
+			/* the value may be a token: never echo it */
+			return fail(ld, "invalid --header '%s': expected 'Name: value'",
+				    colon && colon != h ? redact__header(h, shown, sizeof(shown))
+							: REDACTED);
+		}
 	}
 	for (int i = 0; i < c->labels.n; i++) {
 		const char *l = c->labels.v[i], *eq = strchr(l, '=');
@@ -847,6 +909,17 @@ void agent_config__usage(FILE *f)
 		fprintf(f, "%s\n      %s", left, o->help);
 		if (o->def[0])
 			fprintf(f, " [default: %s]", o->def);
+		if (o->type == OPT_UINT)
+			fprintf(f, " [range: %llu..%llu]", (unsigned long long)o->min,
+				(unsigned long long)o->max);
+		else if (o->type == OPT_SECS_MS)
+			fprintf(f, " [range: %g..%g s]", (double)o->min / 1000.0,
+				(double)o->max / 1000.0);
+		else if (o->type == OPT_BYTES && o->max != UINT64_MAX)
+			fprintf(f, " [range: %lluM..%lluG]", (unsigned long long)(o->min >> 20),
+				(unsigned long long)(o->max >> 30));
+		else if (o->type == OPT_BYTES && o->min)
+			fprintf(f, " [minimum: %lluM]", (unsigned long long)(o->min >> 20));
 		if (!(o->flags & OPTF_ENV_ONLY))
 			fprintf(f, " (env %s)", env);
 		fputc('\n', f);
@@ -855,7 +928,7 @@ void agent_config__usage(FILE *f)
 		   "\nInvalid configuration exits with status 2 and one line saying why.\n");
 }
 
-void agent_config__for_each(const struct agent_config *cfg,
+void agent_config__for_each(const struct agent_config *cfg, bool raw,
 			    void (*cb)(const char *key, const char *value, void *ctx), void *ctx)
 {
 	char buf[4096];
@@ -867,9 +940,12 @@ void agent_config__for_each(const struct agent_config *cfg,
 		switch (o->type) {
 		case OPT_STR: {
 			const char *s = *(char *const *)f;
-			if (o->flags & OPTF_SECRET)
+			if (!raw && (o->flags & OPTF_SECRET))
 				s = s && *s ? "<set>" : "";
-			snprintf(buf, sizeof(buf), "%s", s ? s : "");
+			if (!raw && (o->flags & OPTF_URL))
+				redact__url(s, buf, sizeof(buf));
+			else
+				snprintf(buf, sizeof(buf), "%s", s ? s : "");
 			break;
 		}
 		case OPT_UINT:
@@ -887,9 +963,15 @@ void agent_config__for_each(const struct agent_config *cfg,
 			const struct strlist *l = f;
 			size_t n = 0;
 			buf[0] = '\0';
-			for (int j = 0; j < l->n && n < sizeof(buf); j++)
+			for (int j = 0; j < l->n && n < sizeof(buf); j++) {
+				char h[256];
+				const char *v = l->v[j];
+
+				if (!raw && (o->flags & OPTF_HEADER))
+					v = redact__header(v, h, sizeof(h));
 				n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s",
-						      j ? "," : "", l->v[j]);
+						      j ? "," : "", v);
+			}
 			break;
 		}
 		}

@@ -26,6 +26,15 @@ struct agent_config {
 	unsigned int upload_interval_s;
 	unsigned int ustack_bytes;
 	bool kernel_frames;
+	bool python;	   /* read Python frames */
+	bool source_lines; /* native source lines from DWARF */
+	bool offcpu;	   /* off-CPU profile */
+	char *cuda;	   /* CUDA/NCCL families: all, none or a list */
+	unsigned int cuda_rate;
+	bool memory; /* memory-growth profile */
+	unsigned int memory_sample_kib;
+	unsigned int offcpu_min_us;
+	unsigned int offcpu_rate; /* captures per CPU per second */
 	uint64_t symcache_bytes;
 	unsigned int max_procs;
 
@@ -61,6 +70,7 @@ struct agent_config {
 	struct strlist ml_env;	      /* extra environment variable names to turn into labels */
 	char *hostname;
 	unsigned int max_services;
+	unsigned int service_min_age_s; /* younger plain commands take their parent's service */
 	unsigned int label_cache_size;
 
 	/* kubernetes */
@@ -95,15 +105,17 @@ void agent_config__usage(FILE *f);
 
 /*
  * Calls cb(key, value, ctx) for every option in table order with its effective value
- * rendered as text (secrets as "<set>"/""). Used to log what a reload changed.
+ * rendered as text. Unless raw, credentials are hidden: secrets as "<set>"/"", URLs and
+ * header values redacted (redact.h); raw values are for comparing, never for logs. Used
+ * to log what a reload changed.
  */
-void agent_config__for_each(const struct agent_config *cfg,
+void agent_config__for_each(const struct agent_config *cfg, bool raw,
 			    void (*cb)(const char *key, const char *value, void *ctx), void *ctx);
 
 /* True if key (a long option name) can change on SIGHUP without a restart. */
 bool agent_config__reloadable(const char *key);
 
-/* Parses "host:port" / "[v6]:port" / ":port". Returns 0 or -EINVAL. host may be "". */
+/* Checks an address the way the metrics server reads it (httpd__split_addr). */
 int agent_config__split_addr(const char *addr, char *host, size_t hostlen, unsigned int *port);
 
 #endif

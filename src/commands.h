@@ -7,5 +7,7 @@
 int record__main(int argc, char **argv);
 /* `mlprof agent`: continuous profiling daemon. Returns the process exit status. */
 int agent__main(int argc, char **argv);
+/* `mlprof diff`: compares two pprof profiles. Returns 0, 1 (over --threshold) or 2 (error). */
+int diff__main(int argc, char **argv);
 
 #endif

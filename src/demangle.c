@@ -1,161 +1,69 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Symbol demangling: C++ Itanium via libstdc++, Rust legacy (_ZN...17h<hash>E) by hand. */
+/* Symbol demangling: C++ via libstdc++, Rust legacy and v0 via libiberty (Debian's libiberty-dev).
+ */
 #include <errno.h>
+#include <libiberty/demangle.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "symcache.h"
+#include "demangle.h"
 
 /* libstdc++'s abi::__cxa_demangle, declared with C linkage. */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 #define DEMANGLE_MAX_IN 8192 /* longer names are returned as they are */
 
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sbuf_add(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = (b->len + n + 1) * 2;
-		char *p = realloc(b->p, cap);
-
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
 static bool is_hex(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
 }
 
-/* Decodes one Rust legacy path component ("$LT$", "$u20$", ".." ...) into b. */
-static void rust_component(struct sbuf *b, const char *s, size_t n)
-{
-	static const struct {
-		const char *esc;
-		const char *out;
-	} escapes[] = {
-		{"$SP$", "@"}, {"$BP$", "*"}, {"$RF$", "&"}, {"$LT$", "<"},
-		{"$GT$", ">"}, {"$LP$", "("}, {"$RP$", ")"}, {"$C$", ","},
-	};
-	size_t i = 0;
-
-	/* a leading '_' only protects a '$' escape at the start */
-	if (n >= 2 && s[0] == '_' && s[1] == '$')
-		i = 1;
-	while (i < n) {
-		bool done = false;
-
-		if (s[i] == '$') {
-			for (size_t e = 0; e < sizeof(escapes) / sizeof(escapes[0]); e++) {
-				size_t el = strlen(escapes[e].esc);
-
-				if (n - i >= el && memcmp(s + i, escapes[e].esc, el) == 0) {
-					sbuf_add(b, escapes[e].out, 1);
-					i += el;
-					done = true;
-					break;
-				}
-			}
-			/* $uXX$: a unicode code point in hex (ASCII only here) */
-			if (!done && n - i >= 5 && s[i + 1] == 'u') {
-				size_t j = i + 2;
-				unsigned v = 0;
-
-				while (j < n && j - i < 8 && is_hex(s[j])) {
-					v = v * 16 +
-					    (unsigned)(s[j] <= '9' ? s[j] - '0' : s[j] - 'a' + 10);
-					j++;
-				}
-				if (j < n && s[j] == '$' && j > i + 2 && v >= 0x20 && v < 0x7f) {
-					char c = (char)v;
-
-					sbuf_add(b, &c, 1);
-					i = j + 1;
-					done = true;
-				}
-			}
-		} else if (s[i] == '.' && i + 1 < n && s[i + 1] == '.') {
-			sbuf_add(b, "::", 2);
-			i += 2;
-			done = true;
-		}
-		if (!done) {
-			sbuf_add(b, s + i, 1);
-			i++;
-		}
-	}
-}
-
 /*
- * Rust legacy mangling: _ZN <len><ident>... 17h<16 hex> E [suffix]. Returns the demangled
- * path without the hash, NULL when the name is not of that form (or on ENOMEM).
+ * The suffix LLVM or GCC appended to a Rust symbol (".cold", ".llvm.<hash>"), or "".
+ * v0 names never contain '.'; legacy names do ("..", "$u2e$"), so there the suffix is what
+ * follows the "h<16 hex>E" hash component.
  */
-static char *rust_legacy(const char *m)
+static const char *rust_suffix(const char *m)
 {
-	const char *p, *comp[64];
-	size_t clen[64], n = 0;
-	struct sbuf b = {0};
+	const char *dot, *p;
 
-	if (strncmp(m, "_ZN", 3) != 0)
-		return NULL;
-	p = m + 3;
-	while (*p != 'E') {
-		size_t len = 0;
+	if (m[1] == 'R') {
+		dot = strchr(m, '.');
+		return dot ? dot : "";
+	}
+	for (p = m + strlen(m); p - m >= 18; p--) {
+		bool hash = p[-1] == 'E' && p[-18] == 'h';
 
-		if (*p < '0' || *p > '9')
-			return NULL;
-		while (*p >= '0' && *p <= '9') {
-			len = len * 10 + (size_t)(*p - '0');
-			if (len > DEMANGLE_MAX_IN)
-				return NULL;
-			p++;
-		}
-		if (len == 0 || strnlen(p, len) < len || n == 64)
-			return NULL;
-		comp[n] = p;
-		clen[n++] = len;
-		p += len;
+		for (int i = 2; hash && i < 18; i++)
+			hash = is_hex(p[-i]);
+		if (hash)
+			return p;
 	}
-	/* the last component must be the hash: h + 16 lowercase hex digits */
-	if (n < 2 || clen[n - 1] != 17 || comp[n - 1][0] != 'h')
-		return NULL;
-	for (size_t i = 1; i < 17; i++)
-		if (!is_hex(comp[n - 1][i]))
-			return NULL;
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (i)
-			sbuf_add(&b, "::", 2);
-		rust_component(&b, comp[i], clen[i]);
-	}
-	p++; /* 'E' */
-	/* keep suffixes like ".cold" but drop LLVM's ".llvm.<hash>" */
-	if (*p && strncmp(p, ".llvm.", 6) != 0)
-		sbuf_add(&b, p, strlen(p));
-	if (b.oom) {
-		free(b.p);
-		errno = ENOMEM;
-		return NULL;
-	}
-	return b.p;
+	return "";
 }
 
-/* See symcache.h. Not-mangled names come back as a copy; NULL only with errno set. */
+/* Rust (legacy or v0): the demangled name with its kept suffix, NULL when not Rust. */
+static char *rust(const char *m)
+{
+	const char *suffix;
+	char *out, *full;
+
+	/* options 0: no DMGL_VERBOSE, so no hash and no crate disambiguators */
+	out = rust_demangle(m, 0);
+	if (!out)
+		return NULL;
+	suffix = rust_suffix(m);
+	if (!*suffix || strncmp(suffix, ".llvm.", 6) == 0)
+		return out;
+	if (asprintf(&full, "%s%s", out, suffix) < 0)
+		full = NULL;
+	free(out);
+	return full;
+}
+
+/* See demangle.h. */
 char *demangle(const char *mangled)
 {
 	char *out;
@@ -165,11 +73,12 @@ char *demangle(const char *mangled)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (strncmp(mangled, "_Z", 2) != 0 || strlen(mangled) > DEMANGLE_MAX_IN)
+	if (strlen(mangled) > DEMANGLE_MAX_IN ||
+	    (strncmp(mangled, "_Z", 2) != 0 && strncmp(mangled, "_R", 2) != 0))
 		return strdup(mangled);
-	out = rust_legacy(mangled);
-	if (out)
-		return out;
+	out = rust(mangled);
+	if (out || mangled[1] == 'R')
+		return out ? out : strdup(mangled);
 	out = __cxa_demangle(mangled, NULL, NULL, &status);
 	if (out && status == 0)
 		return out;

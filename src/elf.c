@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/elf.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -12,8 +15,14 @@
 
 #include "elf.h"
 
+#ifndef STT_GNU_IFUNC
+#define STT_GNU_IFUNC 10
+#endif
+
 #define LOG_MODULE "elf"
 #include "log.h"
+
+#define ELF_PAGE_SIZE 4096 /* x86-64: the granule the kernel maps segments at */
 
 /*
  * <elf.h> from libc is shadowed by our own "elf.h" on the include path, so the kernel's
@@ -29,7 +38,15 @@
 #define SHT_NOTE 7
 #endif
 
-#define BUILD_ID_MAX 64 /* bytes; sha1 is 20, some toolchains use up to 32 */
+#define BUILD_ID_MAX  64	 /* bytes; sha1 is 20, some toolchains use up to 32 */
+#define DEBUGLINK_MAX 256	 /* longest .gnu_debuglink file name kept */
+#define SHSTRTAB_MAX  (1u << 20) /* section name table bound (real ones: < 1 KiB) */
+/*
+ * Bound on files mapped at once (each holds one slot of the SIGBUS registry below): well
+ * above proc_cache's max_elf_files default (1024) plus the debug files a symbol table
+ * build opens.
+ */
+#define MAP_SLOTS 8192
 
 struct load_seg {
 	uint64_t vaddr, memsz, offset, filesz;
@@ -40,7 +57,11 @@ struct elf_file {
 	char *path;
 	const uint8_t *data;
 	size_t len;
-	bool mapped; /* munmap() on release, else free() */
+	bool mapped;		/* munmap() on release, else free() */
+	size_t map_len;		/* bytes reserved by the mapping, guard page included */
+	int slot;		/* index in the SIGBUS registry while mapped */
+	uint64_t serial;	/* unique per opened object, never reused */
+	struct elf_identity id; /* of the file (all zero for in-memory images) */
 	uint16_t type;
 	uint64_t entry; /* e_entry (vaddr), 0 when none */
 	struct elf_section *sections;
@@ -48,9 +69,138 @@ struct elf_file {
 	struct load_seg *loads;
 	uint32_t nloads;
 	char build_id[BUILD_ID_MAX * 2 + 1];
-	const char *debuglink; /* points into data, NUL-terminated inside the section */
+	char *debuglink; /* own copy, checked once (the file may change under the mapping) */
+	char *shstrtab;	 /* own copy of the section names */
 	uint32_t debuglink_crc;
 };
+
+/*
+ * Files of other processes are untrusted and may shrink while they are mapped here: a read
+ * past the new end of file raises SIGBUS. Rather than guard every read, each mapping is
+ * registered below and a SIGBUS inside one replaces the pages from the faulting one to the
+ * end of that mapping with zero pages, so the read (and every later one) sees zeros and
+ * the file is marked truncated. Parsers already bound every read by sizes taken at open
+ * time, and a guard page of zeros after each mapping stops string scans whose terminator
+ * was rewritten away. No copy is made: memory costs nothing beyond the page cache.
+ * Registration takes a mutex; the handler only reads the slots (async-signal-safe).
+ */
+struct map_slot {
+	uintptr_t start, end; /* [start, end) of the file pages; start 0: free */
+	int truncated;	      /* a SIGBUS was absorbed in this mapping */
+};
+
+static struct map_slot map_slots[MAP_SLOTS];
+static pthread_mutex_t map_slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t sigbus_once = PTHREAD_ONCE_INIT;
+static struct sigaction sigbus_prev;
+static size_t page_size;
+static uint64_t sigbus_count; /* SIGBUS absorbed, all files */
+static uint64_t next_serial;
+
+static void sigbus_handler(int sig, siginfo_t *si, void *uctx)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	int saved = errno;
+
+	for (int i = 0; i < MAP_SLOTS; i++) {
+		uintptr_t s1 = __atomic_load_n(&map_slots[i].start, __ATOMIC_ACQUIRE);
+		uintptr_t e = __atomic_load_n(&map_slots[i].end, __ATOMIC_ACQUIRE);
+		uintptr_t s2 = __atomic_load_n(&map_slots[i].start, __ATOMIC_ACQUIRE);
+		uintptr_t page = a & ~(uintptr_t)(page_size - 1);
+
+		if (!s1 || s1 != s2 || a < s1 || a >= e)
+			continue;
+		/* past the end of file: so is every later page of this mapping */
+		if (mmap((void *)page, e - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+			 -1, 0) == MAP_FAILED)
+			break;
+		__atomic_store_n(&map_slots[i].truncated, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&sigbus_count, 1, __ATOMIC_RELAXED);
+		errno = saved;
+		return;
+	}
+	/* not ours (or no memory for zero pages): the previous disposition decides */
+	sigaction(SIGBUS, &sigbus_prev, NULL);
+	errno = saved;
+	(void)sig;
+	(void)uctx;
+}
+
+static void sigbus_install(void)
+{
+	struct sigaction sa = {0};
+
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	sa.sa_sigaction = sigbus_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &sigbus_prev);
+}
+
+/* Takes a registry slot for [start, end); -ENFILE when every slot is taken. */
+static int slot_take(uintptr_t start, uintptr_t end)
+{
+	int idx = -ENFILE;
+
+	pthread_mutex_lock(&map_slots_lock);
+	for (int i = 0; i < MAP_SLOTS; i++) {
+		if (map_slots[i].start)
+			continue;
+		map_slots[i].truncated = 0;
+		__atomic_store_n(&map_slots[i].end, end, __ATOMIC_RELEASE);
+		__atomic_store_n(&map_slots[i].start, start, __ATOMIC_RELEASE);
+		idx = i;
+		break;
+	}
+	pthread_mutex_unlock(&map_slots_lock);
+	return idx;
+}
+
+static void slot_drop(int idx)
+{
+	pthread_mutex_lock(&map_slots_lock);
+	__atomic_store_n(&map_slots[idx].start, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&map_slots[idx].end, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&map_slots_lock);
+}
+
+/*
+ * Maps len bytes of fd read-only, followed by one page of zeros, and registers the file
+ * pages with the SIGBUS handler. Fills ef's mapping fields; returns 0 or -errno.
+ */
+static int map_file(struct elf_file *ef, int fd, size_t len)
+{
+	size_t file_pages, total;
+	void *base;
+	int slot;
+
+	pthread_once(&sigbus_once, sigbus_install);
+	file_pages = (len + page_size - 1) & ~(page_size - 1);
+	if (file_pages < len || file_pages + page_size < file_pages)
+		return -EFBIG;
+	total = file_pages + page_size;
+	base = mmap(NULL, total, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	if (mmap(base, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		int err = -errno;
+
+		munmap(base, total);
+		return err;
+	}
+	slot = slot_take((uintptr_t)base, (uintptr_t)base + file_pages);
+	if (slot < 0) {
+		pr_warn("more than %d files mapped: %s not opened", MAP_SLOTS, ef->path);
+		munmap(base, total);
+		return slot;
+	}
+	ef->data = base;
+	ef->len = len;
+	ef->map_len = total;
+	ef->slot = slot;
+	ef->mapped = true;
+	return 0;
+}
 
 /* True when [off, off + size) lies inside a buffer of len bytes; overflow safe. */
 static bool range_ok(uint64_t off, uint64_t size, uint64_t len)
@@ -151,7 +301,17 @@ static int parse_sections(struct elf_file *ef, const Elf64_Ehdr *eh)
 	if (shstrndx >= shnum)
 		return -ENOEXEC;
 	strsec = &ef->sections[shstrndx];
-	if (!strsec->data || strsec->size == 0 || strsec->data[strsec->size - 1] != '\0')
+	if (!strsec->data || strsec->size == 0 || strsec->size > SHSTRTAB_MAX)
+		return -ENOEXEC;
+	/*
+	 * Section names are looked up for as long as the file is open: keep them in a copy,
+	 * so that a file cut short or rewritten later still finds its sections by name.
+	 */
+	ef->shstrtab = malloc(strsec->size);
+	if (!ef->shstrtab)
+		return -ENOMEM;
+	memcpy(ef->shstrtab, strsec->data, strsec->size);
+	if (ef->shstrtab[strsec->size - 1] != '\0')
 		return -ENOEXEC;
 	for (uint64_t i = 0; i < shnum; i++) {
 		Elf64_Shdr sh;
@@ -160,7 +320,7 @@ static int parse_sections(struct elf_file *ef, const Elf64_Ehdr *eh)
 		if (sh.sh_name >= strsec->size)
 			return -ENOEXEC;
 		/* the table ends with NUL (checked above), so the name is terminated */
-		ef->sections[i].name = (const char *)strsec->data + sh.sh_name;
+		ef->sections[i].name = ef->shstrtab + sh.sh_name;
 	}
 	return 0;
 }
@@ -224,10 +384,19 @@ static void parse_debuglink(struct elf_file *ef)
 		return;
 	name = (const char *)s.data;
 	crc_off = align_up((uint64_t)(nul - s.data) + 1, 4);
-	if (crc_off + 4 > s.size || strchr(name, '/'))
-		return; /* a name with '/' could point anywhere: refuse it */
+	if (crc_off + 4 > s.size || (size_t)(nul - s.data) >= DEBUGLINK_MAX)
+		return;
+	/* copy first, then check the copy: the mapped bytes may change under us */
+	ef->debuglink = strndup(name, (size_t)(nul - s.data));
+	if (!ef->debuglink)
+		return;
+	if (!ef->debuglink[0] || strchr(ef->debuglink, '/') || strcmp(ef->debuglink, "..") == 0) {
+		/* a name with '/' could point anywhere: refuse it */
+		free(ef->debuglink);
+		ef->debuglink = NULL;
+		return;
+	}
 	memcpy(&ef->debuglink_crc, s.data + crc_off, 4);
-	ef->debuglink = name;
 }
 
 static int parse(struct elf_file *ef)
@@ -270,11 +439,16 @@ static void elf_release(struct elf_file *ef)
 	if (!ef)
 		return;
 	if (ef->data) {
-		if (ef->mapped)
-			munmap((void *)ef->data, ef->len);
-		else
+		if (ef->mapped) {
+			/* unregister first: the range may be reused by the next mmap */
+			slot_drop(ef->slot);
+			munmap((void *)ef->data, ef->map_len);
+		} else {
 			free((void *)ef->data);
+		}
 	}
+	free(ef->debuglink);
+	free(ef->shstrtab);
 	free(ef->sections);
 	free(ef->loads);
 	free(ef->path);
@@ -298,16 +472,12 @@ static struct elf_file *finish_open(struct elf_file *ef)
 }
 
 /* See elf.h. */
-struct elf_file *elf_file__open(const char *path)
+struct elf_file *elf_file__open_fd(int fd, const char *name)
 {
 	struct elf_file *ef = NULL;
 	struct stat st;
-	void *map;
-	int fd, err;
+	int err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
 	if (fstat(fd, &st)) {
 		err = -errno;
 		goto cleanup;
@@ -322,27 +492,45 @@ struct elf_file *elf_file__open(const char *path)
 		goto cleanup;
 	}
 	ef->refcnt = 1;
-	ef->path = strdup(path);
+	ef->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
+	ef->id = (struct elf_identity){
+		.dev = st.st_dev,
+		.ino = st.st_ino,
+		.size = (uint64_t)st.st_size,
+		.ctime_ns =
+			(uint64_t)st.st_ctim.tv_sec * 1000000000ull + (uint64_t)st.st_ctim.tv_nsec,
+	};
+	ef->path = strdup(name);
 	if (!ef->path) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED) {
-		err = -errno;
+	err = map_file(ef, fd, (size_t)st.st_size);
+	if (err)
 		goto cleanup;
-	}
-	ef->data = map;
-	ef->len = st.st_size;
-	ef->mapped = true;
-	close(fd);
 	return finish_open(ef);
 
 cleanup:
-	close(fd);
 	elf_release(ef);
 	errno = -err;
 	return NULL;
+}
+
+/* See elf.h. */
+struct elf_file *elf_file__open(const char *path)
+{
+	struct elf_file *ef;
+	int fd, err;
+
+	/* never wait: a FIFO or a device in place of a file must not block the open */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	ef = elf_file__open_fd(fd, path);
+	err = errno;
+	close(fd);
+	errno = err;
+	return ef;
 }
 
 /* See elf.h. */
@@ -359,6 +547,7 @@ struct elf_file *elf_file__open_mem(const void *data, size_t len, const char *na
 	if (!ef)
 		return NULL;
 	ef->refcnt = 1;
+	ef->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
 	ef->path = strdup(name ? name : "(memory)");
 	copy = malloc(len);
 	if (!ef->path || !copy) {
@@ -450,17 +639,35 @@ int elf_file__section_by_index(const struct elf_file *ef, uint32_t idx, struct e
 }
 
 /* See elf.h. Returns -ENOENT when no PT_LOAD segment maps the offset. */
-int elf_file__offset_to_vaddr(const struct elf_file *ef, uint64_t off, uint64_t *vaddr)
+int elf_file__offset_to_vaddr(const struct elf_file *ef, uint64_t map_off, uint64_t off,
+			      uint64_t *vaddr)
 {
+	const struct load_seg *best = NULL;
+
+	/*
+	 * The kernel maps each PT_LOAD from its page-aligned file offset, so the page that holds
+	 * the end of one segment may hold the start of the next: with lld's layout (read-only
+	 * segment first, then text at an offset that is not page-aligned) a mapping of the text
+	 * starts at a file offset that is also inside the read-only segment. The segment mapped
+	 * there is the one whose aligned start is the mapping's own offset.
+	 */
 	for (uint32_t i = 0; i < ef->nloads; i++) {
 		const struct load_seg *l = &ef->loads[i];
+		uint64_t start = l->offset & ~(uint64_t)(ELF_PAGE_SIZE - 1);
 
-		if (off >= l->offset && off - l->offset < l->filesz) {
-			*vaddr = l->vaddr + (off - l->offset);
-			return 0;
+		if (off < start || off >= l->offset + l->filesz)
+			continue;
+		if (start == map_off) {
+			best = l;
+			break;
 		}
+		if (!best)
+			best = l;
 	}
-	return -ENOENT;
+	if (!best)
+		return -ENOENT;
+	*vaddr = best->vaddr + (off - best->offset); /* wraps to below vaddr for the head page */
+	return 0;
 }
 
 /* See elf.h. Returns -ENOENT when no PT_LOAD segment has file bytes at vaddr. */
@@ -513,4 +720,97 @@ uint32_t elf_file__crc32(const struct elf_file *ef)
 		off += n;
 	}
 	return (uint32_t)crc;
+}
+
+/* Looks name up in one symbol table section (bounds-checked; st_name must stay in strtab). */
+static int find_in_symtab(const struct elf_file *ef, const char *secname, const char *name,
+			  bool func, uint64_t *value, uint64_t *size)
+{
+	struct elf_section sym, str;
+	size_t nlen = strlen(name);
+
+	if (elf_file__section(ef, secname, &sym) || !sym.data || sym.entsize != sizeof(Elf64_Sym) ||
+	    elf_file__section_by_index(ef, sym.link, &str) || !str.data)
+		return -ENOENT;
+	for (uint64_t i = 0; i < sym.size / sizeof(Elf64_Sym); i++) {
+		Elf64_Sym s;
+
+		memcpy(&s, sym.data + i * sizeof(Elf64_Sym), sizeof(s));
+		if (func && ELF64_ST_TYPE(s.st_info) != STT_FUNC &&
+		    ELF64_ST_TYPE(s.st_info) != STT_GNU_IFUNC)
+			continue;
+		if (s.st_shndx == SHN_UNDEF || s.st_name >= str.size ||
+		    str.size - s.st_name <= nlen)
+			continue;
+		if (memcmp(str.data + s.st_name, name, nlen + 1) != 0)
+			continue;
+		*value = s.st_value;
+		if (size)
+			*size = s.st_size;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* See elf.h. */
+int elf_file__find_symbol(const struct elf_file *ef, const char *name, uint64_t *value,
+			  uint64_t *size)
+{
+	if (!find_in_symtab(ef, ".dynsym", name, false, value, size))
+		return 0;
+	return find_in_symtab(ef, ".symtab", name, false, value, size);
+}
+
+/* See elf.h. */
+const char *elf_file__memo_key(const struct elf_file *ef, const char *path, char *buf, size_t len)
+{
+	char id[96];
+
+	elf_file__identity_key(ef, id, sizeof(id));
+	if (ef->build_id[0])
+		snprintf(buf, len, "%s@%s", ef->build_id, id);
+	else
+		snprintf(buf, len, "%.120s:%zu@%s", path, ef->len, id);
+	return buf;
+}
+
+/* See elf.h. */
+const char *elf_file__identity_key(const struct elf_file *ef, char *buf, size_t len)
+{
+	if (!ef->mapped)
+		snprintf(buf, len, "mem#%llu", (unsigned long long)ef->serial);
+	else
+		snprintf(buf, len, "%llx:%llu:%llu:%llu", (unsigned long long)ef->id.dev,
+			 (unsigned long long)ef->id.ino, (unsigned long long)ef->id.size,
+			 (unsigned long long)ef->id.ctime_ns);
+	return buf;
+}
+
+/* See elf.h. */
+bool elf_file__identity(const struct elf_file *ef, struct elf_identity *out)
+{
+	if (!ef->mapped)
+		return false;
+	*out = ef->id;
+	return true;
+}
+
+/* See elf.h. */
+bool elf_file__truncated(const struct elf_file *ef)
+{
+	return ef->mapped && __atomic_load_n(&map_slots[ef->slot].truncated, __ATOMIC_RELAXED);
+}
+
+/* See elf.h. */
+uint64_t elf__sigbus_count(void)
+{
+	return __atomic_load_n(&sigbus_count, __ATOMIC_RELAXED);
+}
+
+/* See elf.h. */
+int elf_file__find_function(const struct elf_file *ef, const char *name, uint64_t *value)
+{
+	if (!find_in_symtab(ef, ".dynsym", name, true, value, NULL))
+		return 0;
+	return find_in_symtab(ef, ".symtab", name, true, value, NULL);
 }

@@ -9,6 +9,11 @@
 
 struct elf_file;
 
+/* What a file on disk is: the same (dev, ino, size, ctime) means the same contents. */
+struct elf_identity {
+	uint64_t dev, ino, size, ctime_ns;
+};
+
 struct elf_section {
 	const char *name;
 	uint32_t type; /* SHT_* */
@@ -23,10 +28,15 @@ struct elf_section {
 
 /*
  * Opens and maps an ELF64 little-endian file. Every header, table and string is bounds
- * checked: a corrupt file yields NULL with errno = ENOEXEC, never a crash.
+ * checked: a corrupt file yields NULL with errno = ENOEXEC, never a crash. The open never
+ * blocks (O_NONBLOCK) and takes regular files only. The file may be truncated or rewritten
+ * while it is mapped: reads past its new end see zeros (a SIGBUS handler puts zero pages
+ * there, see elf_file__truncated), never a crash.
  * Returned object has one reference; release with elf_file__put().
  */
 struct elf_file *elf_file__open(const char *path);
+/* Same over an open descriptor (not consumed: the caller closes it); name used in logs. */
+struct elf_file *elf_file__open_fd(int fd, const char *name);
 /* Same over an in-memory image (copied); display name used in logs. */
 struct elf_file *elf_file__open_mem(const void *data, size_t len, const char *name);
 struct elf_file *elf_file__get(struct elf_file *ef);
@@ -47,11 +57,47 @@ const uint8_t *elf_file__data(const struct elf_file *ef, size_t *len);
 int elf_file__section(const struct elf_file *ef, const char *name, struct elf_section *out);
 int elf_file__section_by_index(const struct elf_file *ef, uint32_t idx, struct elf_section *out);
 
-/* Translates between file offsets and virtual addresses through PT_LOAD segments. */
-int elf_file__offset_to_vaddr(const struct elf_file *ef, uint64_t off, uint64_t *vaddr);
+/*
+ * Translates between file offsets and virtual addresses through PT_LOAD segments. off is
+ * inside a mapping that starts at file offset map_off (which segment a shared page belongs
+ * to depends on it).
+ */
+int elf_file__offset_to_vaddr(const struct elf_file *ef, uint64_t map_off, uint64_t off,
+			      uint64_t *vaddr);
 int elf_file__vaddr_to_offset(const struct elf_file *ef, uint64_t vaddr, uint64_t *off);
 /* Reads len bytes at virtual address vaddr from the file image (PT_LOAD backed). */
 int elf_file__read_vaddr(const struct elf_file *ef, uint64_t vaddr, void *buf, size_t len);
+
+/*
+ * Finds a defined symbol by exact name in .dynsym, then .symtab (a linear scan: for a few
+ * look-ups per file, not per sample). Returns 0 and its value (a vaddr for code and data)
+ * and size (size may be NULL), or -ENOENT.
+ */
+int elf_file__find_symbol(const struct elf_file *ef, const char *name, uint64_t *value,
+			  uint64_t *size);
+
+/* Same, for a function (STT_FUNC or STT_GNU_IFUNC) only: a data symbol never matches. */
+int elf_file__find_function(const struct elf_file *ef, const char *name, uint64_t *value);
+
+/*
+ * A key naming the file's contents for per-file memos: its build id (else the path it was
+ * mapped from and its size) and its identity (elf_file__identity_key), so that a file
+ * claiming another's build id never shares its memo. Writes at most len bytes into buf and
+ * returns buf.
+ */
+const char *elf_file__memo_key(const struct elf_file *ef, const char *path, char *buf, size_t len);
+
+/*
+ * The identity of the file behind ef ("dev:ino:size:ctime"), or "mem#N" (unique per object)
+ * for an in-memory image. Writes at most len bytes into buf and returns buf.
+ */
+const char *elf_file__identity_key(const struct elf_file *ef, char *buf, size_t len);
+/* Fills out with the file's identity; false for in-memory images. */
+bool elf_file__identity(const struct elf_file *ef, struct elf_identity *out);
+/* True once a read found the file shorter than when it was opened (its tail reads as 0). */
+bool elf_file__truncated(const struct elf_file *ef);
+/* SIGBUS faults absorbed so far in mapped files of this process (all files). */
+uint64_t elf__sigbus_count(void);
 
 /* Computes the CRC32 used by .gnu_debuglink over the whole file. */
 uint32_t elf_file__crc32(const struct elf_file *ef);

@@ -11,9 +11,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "exporter.h"
+#include "gzip.h"
+#include "hash.h"
 
 #define LOG_MODULE "export-file"
 #include "log.h"
@@ -90,6 +91,35 @@ static uint64_t enforce_bound(const char *dir, uint64_t max_bytes, uint64_t inco
 	return deleted;
 }
 
+/*
+ * The file name's stem for a service and profile kind: "/", spaces and control characters
+ * become "_", and so does a leading "." (a dot file would be taken for a temporary file and
+ * escape the directory's size bound). A name too long for the stem is cut and gets a hash
+ * of the whole name, so that two services sharing a long prefix never share files.
+ */
+static void file_stem(const char *service, const char *kind, char *out, size_t len)
+{
+	char full[512];
+	size_t n;
+
+	snprintf(full, sizeof(full), "%s%s%s", service, *kind ? "." : "", kind);
+	n = strlen(full);
+	if (n >= len || n >= sizeof(full) - 1) {
+		char tail[20];
+		uint64_t h = hash__fnv1a(kind, strlen(kind), hash__str(service));
+
+		snprintf(tail, sizeof(tail), "~%012" PRIx64, h & (uint64_t)0xffffffffffff);
+		snprintf(out, len - strlen(tail), "%s", full);
+		strcat(out, tail);
+	} else {
+		memcpy(out, full, n + 1);
+	}
+	for (size_t i = 0; out[i]; i++)
+		if (out[i] == '/' || out[i] == ' ' || (unsigned char)out[i] < 32 ||
+		    (i == 0 && out[i] == '.'))
+			out[i] = '_';
+}
+
 static enum export_status file_send(struct exporter *e, const struct export_item *it,
 				    struct export_result *res)
 {
@@ -103,37 +133,27 @@ static enum export_status file_send(struct exporter *e, const struct export_item
 	struct tm tm;
 	int fd = -1, n;
 
-	for (n = 0; n < it->n_labels; n++)
+	tmp[0] = '\0';
+	const char *kind = "";
+
+	for (n = 0; n < it->n_labels; n++) {
 		if (!strcmp(it->labels[n].name, "service_name"))
 			service = it->labels[n].value;
-	snprintf(svc, sizeof(svc), "%s", service);
-	for (i = 0; svc[i]; i++)
-		if (svc[i] == '/' || svc[i] == ' ' || (unsigned char)svc[i] < 32)
-			svc[i] = '_';
+		/* one file per profile type of a service: CPU keeps the plain name */
+		if (!strcmp(it->labels[n].name, "__name__") &&
+		    strcmp(it->labels[n].value, "process_cpu"))
+			kind = it->labels[n].value;
+	}
+	file_stem(service, kind, svc, sizeof(svc));
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 	if (mkdir(c->out_dir, 0755) && errno != EEXIST)
 		goto fail;
 	/* .pb.gz: gzip the pprof unless it already is */
-	if (len < 2 || it->pprof[0] != 0x1f || it->pprof[1] != 0x8b) {
-		uLongf zl = compressBound((uLong)len) + 32;
-		z_stream zs = {0};
-
-		gz = malloc(zl);
-		if (!gz || deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8,
-					Z_DEFAULT_STRATEGY) != Z_OK) {
-			errno = ENOMEM;
-			goto fail;
-		}
-		zs.next_in = (Bytef *)it->pprof;
-		zs.avail_in = (uInt)len;
-		zs.next_out = gz;
-		zs.avail_out = (uInt)zl;
-		n = deflate(&zs, Z_FINISH);
-		len = zs.total_out;
-		deflateEnd(&zs);
-		if (n != Z_STREAM_END) {
-			errno = EIO;
+	if (!gzip__is_gzip(it->pprof, len)) {
+		n = gzip__compress(it->pprof, it->pprof_len, &gz, &len);
+		if (n) {
+			errno = -n;
 			goto fail;
 		}
 		data = gz;
@@ -154,23 +174,23 @@ static enum export_status file_send(struct exporter *e, const struct export_item
 			goto fail;
 		i += (size_t)w;
 	}
-	if (fsync(fd) || close(fd)) {
-		fd = -1;
+	if (fsync(fd))
 		goto fail;
-	}
+	n = close(fd);
 	fd = -1;
-	if (rename(tmp, path))
+	if (n || rename(tmp, path))
 		goto fail;
 	free(gz);
 	return EXPORT_SENT;
 fail:
+	n = errno;
 	snprintf(res->message, sizeof(res->message), "cannot write %s: %s", c->out_dir,
-		 strerror(errno));
+		 strerror(n));
 	pr_warn("%s", res->message);
-	if (fd >= 0) {
+	if (fd >= 0)
 		close(fd);
-		unlink(tmp);
-	}
+	if (tmp[0])
+		unlink(tmp); /* no half-written file is left behind, whatever step failed */
 	free(gz);
 	/* a full or read-only disk may recover: retry, then spool */
 	return EXPORT_RETRYABLE;

@@ -1,28 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
-// Exporter core: bounded queue, sender thread, retries with jittered backoff, spool, limits.
+// Exporter core: bounded queue, sender thread, retries with jittered backoff, spool.
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <curl/curl.h>
-#include <zlib.h>
 
+#include "export_http.h"
 #include "exporter.h"
+#include "pprof_limits.h"
 #include "spool.h"
-#include "profile.pb-c.h"
 
 #define LOG_MODULE "exporter"
 #include "log.h"
+#include "redact.h"
 
-/* Pyroscope's ingestion limits (distributor validation). */
-#define LIMIT_PROFILE_BYTES (4u << 20)
-#define LIMIT_SAMPLES	    16000
-#define MAX_INFLATE	    (64u << 20)
-#define SEEN_ERRORS	    64
-#define FREE_FLUSH_MS	    500 /* exporter__free's own flush bound */
+#define SEEN_ERRORS   64
+#define FREE_FLUSH_MS 500	 /* exporter__free's own flush bound */
+#define QUEUE_SLACK   (8u << 20) /* least room over queue_max_bytes while the spool writes */
 
 struct qitem {
 	struct qitem *next;
@@ -37,9 +35,14 @@ struct exporter {
 	int n_owned;
 	bool own_failed; /* a copy into owned failed (out of memory) */
 	const struct export_ops *ops;
-	CURL *curl;
+	struct export_http *http; /* NULL for the file backend */
 	struct spool *spool;
 
+	/*
+	 * Guards the queue, the flags and the stats, and is never held across disk or network
+	 * I/O: exporter__submit (the agent's sampling thread) and exporter__stats (/metrics)
+	 * take it. The spool belongs to the sender thread alone, outside the lock.
+	 */
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* wakes the sender */
 	pthread_cond_t idle; /* wakes flush() */
@@ -55,7 +58,11 @@ struct exporter {
 	uint32_t seen[SEEN_ERRORS];
 	int n_seen;
 	bool down_logged;
-	uint64_t next_order; /* order numbers when there is no spool */
+	bool last_failed;    /* the last attempt failed: the next one is a retry */
+	uint64_t next_order; /* the next item's order (continues the spool's numbering) */
+	char url_log[1024];  /* cfg.url as logs show it (credentials redacted) */
+	uint64_t sp_oldest;  /* the spool's oldest order (UINT64_MAX: empty), sender-updated */
+	bool full_logged;    /* a drop for a full queue was logged (until one fits again) */
 	struct exporter_stats st;
 };
 
@@ -97,436 +104,11 @@ const struct exporter_config *exporter__config(const struct exporter *e)
 	return &e->cfg;
 }
 
-/* ---- HTTP ---- */
-
-struct body {
-	char buf[1024];
-	size_t len;
-};
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ctx)
-{
-	struct body *b = ctx;
-	size_t len = sz * n, room = sizeof(b->buf) - 1 - b->len;
-
-	memcpy(b->buf + b->len, p, len < room ? len : room);
-	b->len += len < room ? len : room;
-	b->buf[b->len] = 0;
-	return len;
-}
-
-/* Extracts "message" from Pyroscope's {"code":..,"message":".."}; else the raw text. */
-static void server_message(const char *body, char *out, size_t len)
-{
-	const char *m = strstr(body, "\"message\"");
-	size_t i = 0;
-
-	if (m && (m = strchr(m + 9, '"'))) {
-		for (m++; *m && *m != '"' && i + 1 < len; m++) {
-			if (*m == '\\' && m[1])
-				m++;
-			out[i++] = *m;
-		}
-		out[i] = 0;
-		return;
-	}
-	if (snprintf(out, len, "%s", body) >= (int)len)
-		pr_debug("server message truncated to %zu bytes", len - 1);
-	for (i = 0; out[i]; i++)
-		if (out[i] == '\n' || out[i] == '\r')
-			out[i] = ' ';
-}
-
-/* Aborts a transfer in flight once exporter__free asked the sender to stop. */
-static int on_progress(void *ctx, curl_off_t dlt, curl_off_t dl, curl_off_t ult, curl_off_t ul)
-{
-	struct exporter *e = ctx;
-
-	return __atomic_load_n(&e->stop, __ATOMIC_RELAXED) ? 1 : 0;
-}
-
 enum export_status exporter__http_post(struct exporter *e, const char *url,
 				       const char *content_type, const char *const *hdrs,
 				       const void *body, size_t len, struct export_result *res)
 {
-	const struct exporter_config *c = &e->cfg;
-	struct curl_slist *h = NULL, *nh;
-	struct body rb = {.len = 0};
-	char line[1024];
-	CURLcode rc;
-	long status = 0;
-	int i;
-
-	res->http_status = 0;
-	res->message[0] = 0;
-	curl_easy_reset(e->curl);
-	snprintf(line, sizeof(line), "Content-Type: %s", content_type);
-	nh = curl_slist_append(h, line);
-	h = nh ? nh : h;
-	if (c->tenant && *c->tenant) {
-		snprintf(line, sizeof(line), "X-Scope-OrgID: %s", c->tenant);
-		nh = curl_slist_append(h, line);
-		h = nh ? nh : h;
-	}
-	if (c->bearer_token && *c->bearer_token) {
-		snprintf(line, sizeof(line), "Authorization: Bearer %s", c->bearer_token);
-		nh = curl_slist_append(h, line);
-		h = nh ? nh : h;
-	}
-	for (i = 0; hdrs && hdrs[i]; i++) {
-		nh = curl_slist_append(h, hdrs[i]);
-		h = nh ? nh : h;
-	}
-	for (i = 0; c->headers && c->headers[i]; i++) {
-		nh = curl_slist_append(h, c->headers[i]);
-		h = nh ? nh : h;
-	}
-	/* no "Expect: 100-continue" round trip for big bodies */
-	nh = curl_slist_append(h, "Expect:");
-	h = nh ? nh : h;
-	if (!h) {
-		snprintf(res->message, sizeof(res->message), "out of memory");
-		return EXPORT_RETRYABLE;
-	}
-	curl_easy_setopt(e->curl, CURLOPT_URL, url);
-	curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
-	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e->curl, CURLOPT_USERAGENT, "mlprof/" MLPROF_VERSION);
-	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
-	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
-	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &rb);
-	curl_easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, e);
-	curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYPEER, c->insecure_skip_verify ? 0L : 1L);
-	curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYHOST, c->insecure_skip_verify ? 0L : 2L);
-	if (c->ca_file && *c->ca_file)
-		curl_easy_setopt(e->curl, CURLOPT_CAINFO, c->ca_file);
-	if (c->basic_user && *c->basic_user) {
-		curl_easy_setopt(e->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-		curl_easy_setopt(e->curl, CURLOPT_USERNAME, c->basic_user);
-		curl_easy_setopt(e->curl, CURLOPT_PASSWORD,
-				 c->basic_password ? c->basic_password : "");
-	}
-	rc = curl_easy_perform(e->curl);
-	curl_slist_free_all(h);
-	if (rc != CURLE_OK) {
-		snprintf(res->message, sizeof(res->message), "%s: %s", url, curl_easy_strerror(rc));
-		return EXPORT_RETRYABLE;
-	}
-	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
-	res->http_status = status;
-	if (status >= 200 && status < 300)
-		return EXPORT_SENT;
-	server_message(rb.buf, res->message, sizeof(res->message));
-	if (status == 429 || status >= 500 || status == 408)
-		return EXPORT_RETRYABLE;
-	return EXPORT_REJECTED;
-}
-
-/* ---- pprof limits ---- */
-
-static bool is_gzip(const uint8_t *p, size_t len)
-{
-	return len >= 2 && p[0] == 0x1f && p[1] == 0x8b;
-}
-
-/* Inflates gzip data (bounded by MAX_INFLATE). Returns 0 or -errno. */
-static int gunzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
-{
-	z_stream zs = {0};
-	size_t cap = len * 4 + 1024;
-	uint8_t *buf = malloc(cap), *nb;
-	int zr, err = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
-		free(buf);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)len;
-	do {
-		if (zs.total_out == cap) {
-			if (cap >= MAX_INFLATE) {
-				err = -E2BIG;
-				goto cleanup;
-			}
-			cap *= 2;
-			nb = realloc(buf, cap);
-			if (!nb) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			buf = nb;
-		}
-		zs.next_out = buf + zs.total_out;
-		zs.avail_out = (uInt)(cap - zs.total_out);
-		zr = inflate(&zs, Z_NO_FLUSH);
-	} while (zr == Z_OK);
-	if (zr != Z_STREAM_END) {
-		err = -EBADMSG;
-		goto cleanup;
-	}
-	*out = buf;
-	*out_len = zs.total_out;
-	buf = NULL;
-cleanup:
-	inflateEnd(&zs);
-	free(buf);
-	return err;
-}
-
-static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
-{
-	z_stream zs = {0};
-	size_t cap;
-	uint8_t *buf;
-	int err = 0;
-
-	if (deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&zs, (uLong)len);
-	buf = malloc(cap);
-	if (!buf) {
-		deflateEnd(&zs);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)len;
-	zs.next_out = buf;
-	zs.avail_out = (uInt)cap;
-	if (deflate(&zs, Z_FINISH) != Z_STREAM_END) {
-		err = -EIO;
-		free(buf);
-	} else {
-		*out = buf;
-		*out_len = zs.total_out;
-	}
-	deflateEnd(&zs);
-	return err;
-}
-
-static int cmp_weight(const void *a, const void *b)
-{
-	const Perftools__Profiles__Sample *x = *(Perftools__Profiles__Sample *const *)a;
-	const Perftools__Profiles__Sample *y = *(Perftools__Profiles__Sample *const *)b;
-	int64_t wx = x->n_value ? x->value[0] : 0, wy = y->n_value ? y->value[0] : 0;
-
-	return wx < wy ? 1 : wx > wy ? -1 : 0;
-}
-
-/* Everything a trim round allocates; the unpacked message's own arrays are left alone. */
-struct trim_mem {
-	Perftools__Profiles__Sample agg, **samples;
-	Perftools__Profiles__Location loc, **locs;
-	Perftools__Profiles__Line line, *linep;
-	Perftools__Profiles__Function fn, **fns;
-	int64_t *vals;
-	uint64_t locid;
-	char **strs, name[64];
-	uint8_t *used;
-};
-
-static void trim_mem_free(struct trim_mem *m)
-{
-	free(m->samples);
-	free(m->locs);
-	free(m->fns);
-	free(m->vals);
-	free(m->strs);
-	free(m->used);
-	memset(m, 0, sizeof(*m));
-}
-
-static bool bit(const uint8_t *bm, uint64_t i)
-{
-	return bm[i / 8] & (1u << (i % 8));
-}
-
-static void set_bit(uint8_t *bm, uint64_t i)
-{
-	bm[i / 8] |= (uint8_t)(1u << (i % 8));
-}
-
-/*
- * Points pp at a view keeping its `keep` heaviest samples (by the first value; pp->sample
- * must already be sorted) plus one sample whose single frame is "[trimmed: N samples]" and
- * whose values are the sum of the others, so totals stay exact. Locations and functions no
- * longer referenced are left out. The view's memory is in m. Returns 0 or -ENOMEM.
- */
-static int trim_view(Perftools__Profiles__Profile *pp, const Perftools__Profiles__Profile *orig,
-		     size_t keep, struct trim_mem *m)
-{
-	size_t i, j, nv = orig->n_sample_type, nloc = 0, nfn = 0;
-	uint64_t max_loc = 0, max_fn = 0;
-	uint8_t *ul, *uf;
-	size_t ul_len;
-
-	m->samples = malloc((keep + 1) * sizeof(*m->samples));
-	m->vals = calloc(nv ? nv : 1, sizeof(*m->vals));
-	m->strs = malloc((orig->n_string_table + 1) * sizeof(*m->strs));
-	m->locs = malloc((orig->n_location + 1) * sizeof(*m->locs));
-	m->fns = malloc((orig->n_function + 1) * sizeof(*m->fns));
-	if (!m->samples || !m->vals || !m->strs || !m->locs || !m->fns)
-		return -ENOMEM;
-	for (i = keep; i < orig->n_sample; i++)
-		for (j = 0; j < nv && j < orig->sample[i]->n_value; j++)
-			m->vals[j] += orig->sample[i]->value[j];
-	for (i = 0; i < orig->n_location; i++)
-		if (orig->location[i]->id > max_loc)
-			max_loc = orig->location[i]->id;
-	for (i = 0; i < orig->n_function; i++)
-		if (orig->function[i]->id > max_fn)
-			max_fn = orig->function[i]->id;
-	memcpy(m->strs, orig->string_table, orig->n_string_table * sizeof(*m->strs));
-	snprintf(m->name, sizeof(m->name), "[trimmed: %zu samples]", orig->n_sample - keep);
-	m->strs[orig->n_string_table] = m->name;
-
-	perftools__profiles__function__init(&m->fn);
-	perftools__profiles__line__init(&m->line);
-	perftools__profiles__location__init(&m->loc);
-	perftools__profiles__sample__init(&m->agg);
-	m->fn.id = max_fn + 1;
-	m->fn.name = (int64_t)orig->n_string_table;
-	m->fn.system_name = m->fn.name;
-	m->line.function_id = m->fn.id;
-	m->linep = &m->line;
-	m->loc.id = max_loc + 1;
-	m->loc.n_line = 1;
-	m->loc.line = &m->linep;
-	m->locid = m->loc.id;
-	m->agg.n_location_id = 1;
-	m->agg.location_id = &m->locid;
-	m->agg.n_value = nv;
-	m->agg.value = m->vals;
-	memcpy(m->samples, orig->sample, keep * sizeof(*m->samples));
-	m->samples[keep] = &m->agg;
-
-	*pp = *orig;
-	pp->sample = m->samples;
-	pp->n_sample = keep + 1;
-	pp->string_table = m->strs;
-	pp->n_string_table = orig->n_string_table + 1;
-	if (max_loc > (16u << 20) || max_fn > (16u << 20)) {
-		/* ids too sparse to index cheaply: keep the full tables */
-		memcpy(m->locs, orig->location, orig->n_location * sizeof(*m->locs));
-		memcpy(m->fns, orig->function, orig->n_function * sizeof(*m->fns));
-		nloc = orig->n_location;
-		nfn = orig->n_function;
-	} else {
-		ul_len = max_loc / 8 + 1;
-		m->used = calloc(1, ul_len + max_fn / 8 + 1);
-		if (!m->used)
-			return -ENOMEM;
-		ul = m->used;
-		uf = m->used + ul_len;
-		for (i = 0; i < keep; i++)
-			for (j = 0; j < orig->sample[i]->n_location_id; j++)
-				if (orig->sample[i]->location_id[j] <= max_loc)
-					set_bit(ul, orig->sample[i]->location_id[j]);
-		for (i = 0; i < orig->n_location; i++) {
-			Perftools__Profiles__Location *l = orig->location[i];
-
-			if (!bit(ul, l->id))
-				continue;
-			for (j = 0; j < l->n_line; j++)
-				if (l->line[j]->function_id <= max_fn)
-					set_bit(uf, l->line[j]->function_id);
-			m->locs[nloc++] = l;
-		}
-		for (i = 0; i < orig->n_function; i++)
-			if (bit(uf, orig->function[i]->id))
-				m->fns[nfn++] = orig->function[i];
-	}
-	m->locs[nloc] = &m->loc;
-	m->fns[nfn] = &m->fn;
-	pp->location = m->locs;
-	pp->n_location = nloc + 1;
-	pp->function = m->fns;
-	pp->n_function = nfn + 1;
-	return 0;
-}
-
-/*
- * Makes a pprof fit Pyroscope's limits (4 MiB decompressed, 16000 samples). Choice: trim,
- * not split. The heaviest samples are kept and the rest folded into one "[trimmed: N
- * samples]" frame, so per-window totals stay exact and one window stays one profile.
- * Returns 0 with *out NULL when it already fits, 0 with a new gzipped pprof in *out
- * (caller frees) when trimmed, or -errno when it cannot be decoded or made to fit.
- */
-static int fit_limits(struct exporter *e, const uint8_t *pprof, size_t len, uint8_t **out,
-		      size_t *out_len)
-{
-	Perftools__Profiles__Profile *orig = NULL, view;
-	struct trim_mem m = {.samples = NULL};
-	uint8_t *raw = NULL, *packed = NULL;
-	size_t raw_len = len, keep, plen = 0;
-	int err = 0, round;
-
-	*out = NULL;
-	if (is_gzip(pprof, len)) {
-		err = gunzip(pprof, len, &raw, &raw_len);
-		if (err)
-			return err;
-	}
-	/* 16000 samples need well over 64 KiB of encoded pprof: fast path */
-	if (raw_len < 64 * 1024)
-		goto cleanup;
-	orig = perftools__profiles__profile__unpack(NULL, raw_len, raw ? raw : pprof);
-	if (!orig) {
-		err = -EBADMSG;
-		goto cleanup;
-	}
-	if (raw_len <= LIMIT_PROFILE_BYTES && orig->n_sample <= LIMIT_SAMPLES)
-		goto cleanup;
-	if (orig->n_sample < 2) {
-		err = -E2BIG;
-		goto cleanup;
-	}
-	qsort(orig->sample, orig->n_sample, sizeof(*orig->sample), cmp_weight);
-	keep = orig->n_sample <= LIMIT_SAMPLES ? orig->n_sample - 1 : LIMIT_SAMPLES - 1;
-	for (round = 0; round < 16 && keep > 0; round++) {
-		trim_mem_free(&m);
-		err = trim_view(&view, orig, keep, &m);
-		if (err)
-			goto cleanup;
-		plen = perftools__profiles__profile__get_packed_size(&view);
-		if (plen <= LIMIT_PROFILE_BYTES)
-			break;
-		keep /= 2;
-	}
-	if (plen > LIMIT_PROFILE_BYTES || !m.samples) {
-		err = -E2BIG;
-		goto cleanup;
-	}
-	packed = malloc(plen);
-	if (!packed) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	perftools__profiles__profile__pack(&view, packed);
-	err = gzip_buf(packed, plen, out, out_len);
-	if (!err) {
-		pthread_mutex_lock(&e->lock);
-		e->st.trimmed++;
-		pthread_mutex_unlock(&e->lock);
-		pr_info("profile over Pyroscope's limits (%zu samples, %zu bytes): kept the %zu "
-			"heaviest samples, folded the rest into one [trimmed] frame",
-			orig->n_sample, raw_len, keep);
-	}
-cleanup:
-	trim_mem_free(&m);
-	if (orig)
-		perftools__profiles__profile__free_unpacked(orig, NULL);
-	free(packed);
-	free(raw);
-	return err;
+	return export_http__post(e->http, url, content_type, hdrs, body, len, res);
 }
 
 /* ---- queue, spool and the sender thread ---- */
@@ -582,12 +164,17 @@ fail:
 	return NULL;
 }
 
-static void sync_spool_stats(struct exporter *e)
+/*
+ * The sender's view of the spool, copied for the other threads. Sender thread only (or
+ * before it starts), lock held; reads no disk.
+ */
+static void sync_spool_stats(struct exporter *e, uint64_t oldest)
 {
 	struct spool_stats ss;
 
 	if (!e->spool)
 		return;
+	e->sp_oldest = oldest;
 	spool__stats(e->spool, &ss);
 	e->st.spool_bytes = ss.bytes;
 	e->st.spool_files = ss.files;
@@ -595,16 +182,23 @@ static void sync_spool_stats(struct exporter *e)
 	e->st.spool_corrupt = ss.corrupt;
 }
 
-/* Writes one item to the spool under its order number. Lock held. Frees nothing. */
+/*
+ * Writes one item to the spool under its order number. Sender thread; lock held on entry
+ * and exit, dropped around the write (and its fsync). Frees nothing.
+ */
 static int spool_item(struct exporter *e, uint64_t order, const struct export_item *it)
 {
+	uint64_t oldest;
 	int err;
 
 	if (!e->spool) {
 		e->st.queue_dropped++;
 		return -ENOSPC;
 	}
+	pthread_mutex_unlock(&e->lock);
 	err = spool__put(e->spool, order, it);
+	oldest = spool__oldest(e->spool);
+	pthread_mutex_lock(&e->lock);
 	if (err) {
 		pr_warn("cannot spool profile seq %" PRIu64 ": %s (dropped)", it->seq,
 			strerror(-err));
@@ -613,24 +207,49 @@ static int spool_item(struct exporter *e, uint64_t order, const struct export_it
 		e->st.spooled++;
 		pr_debug("spooled seq %" PRIu64 " start_ns %" PRId64, it->seq, it->start_ns);
 	}
-	sync_spool_stats(e);
+	sync_spool_stats(e, oldest);
 	return err;
 }
 
-/* Moves every queued item to the spool, oldest first. Lock held. */
+/* Takes the oldest item off the queue (NULL: empty). Lock held. */
+static struct qitem *queue_pop(struct exporter *e)
+{
+	struct qitem *q = e->head;
+
+	if (!q)
+		return NULL;
+	e->head = q->next;
+	if (!e->head)
+		e->tail = NULL;
+	e->n_queued--;
+	e->st.queue_bytes -= q->bytes;
+	return q;
+}
+
+/*
+ * Moves every queued item to the spool, oldest first. Sender thread, lock held (dropped
+ * for each write; items submitted meanwhile are newer and go after). busy stays set while
+ * an item is between the queue and the spool, so that flush() waits for it.
+ */
 static void spill_queue(struct exporter *e)
 {
 	struct qitem *q;
+	bool was_busy = e->busy;
 
-	while ((q = e->head)) {
-		e->head = q->next;
-		if (!e->head)
-			e->tail = NULL;
-		e->n_queued--;
-		e->st.queue_bytes -= q->bytes;
+	while ((q = queue_pop(e))) {
+		e->busy = true;
 		spool_item(e, q->order, &q->item);
 		qitem_free(q);
 	}
+	e->busy = was_busy;
+}
+
+/* See exporter.h. */
+size_t exporter__queue_hard_max(size_t queue_max_bytes, bool spool)
+{
+	size_t q = queue_max_bytes;
+
+	return spool ? q + (q > QUEUE_SLACK ? q : QUEUE_SLACK) : q;
 }
 
 static uint32_t hash_err(long status, const char *msg)
@@ -657,15 +276,19 @@ static void log_rejected(struct exporter *e, const struct export_item *it,
 	if (r->http_status == 401 && strstr(r->message, "no org id"))
 		pr_err("%s: server requires a tenant (HTTP 401 \"%s\"): set the tenant "
 		       "(X-Scope-OrgID) in the exporter configuration",
-		       e->cfg.url, r->message);
+		       e->url_log, r->message);
 	else if (r->http_status == 401 || r->http_status == 403)
 		pr_err("%s: authentication failed (HTTP %ld \"%s\"): check the credentials",
-		       e->cfg.url, r->http_status, r->message);
+		       e->url_log, r->http_status, r->message);
 	else if (r->http_status == 404)
-		pr_err("%s: HTTP 404 \"%s\": wrong URL? (expected the Pyroscope base URL)%s",
-		       e->cfg.url, r->message,
-		       e->spool ? "; profiles kept in the spool until restarted with the right URL"
-				: "; profile dropped");
+		pr_err("%s: HTTP 404 \"%s\": wrong URL? (expected the Pyroscope base URL)%s%s%s",
+		       e->url_log, r->message,
+		       e->spool ? "; profiles kept in the spool directory " : "; profile dropped",
+		       e->spool ? spool__path(e->spool) : "",
+		       e->spool ? " (spooled profiles only go to the URL they were made for: move "
+				  "the *.spool files into the right URL's directory to send them "
+				  "there)"
+				: "");
 	else
 		pr_err("%s rejected profile seq %" PRIu64 " (HTTP %ld): %s; not retried, dropped",
 		       e->ops->name, it->seq, r->http_status, r->message);
@@ -702,7 +325,7 @@ static enum export_status attempt(struct exporter *e, const struct export_item *
 
 	memset(r, 0, sizeof(*r));
 	if (e->cfg.kind != EXPORTER_FILE) {
-		err = fit_limits(e, it->pprof, it->pprof_len, &trimmed, &tlen);
+		err = pprof_limits__fit(it->pprof, it->pprof_len, &trimmed, &tlen);
 		if (err == -EBADMSG) {
 			/* not our job to judge: let the server answer */
 		} else if (err) {
@@ -712,6 +335,9 @@ static enum export_status attempt(struct exporter *e, const struct export_item *
 			return EXPORT_REJECTED;
 		}
 		if (trimmed) {
+			pthread_mutex_lock(&e->lock);
+			e->st.trimmed++;
+			pthread_mutex_unlock(&e->lock);
 			fit.pprof = trimmed;
 			fit.pprof_len = tlen;
 		}
@@ -743,21 +369,25 @@ static bool deliver(struct exporter *e, const struct export_item *it, bool probe
 	unsigned int try, tries = probe ? 1 : e->cfg.max_retries + 1;
 
 	for (try = 0; try < tries; try++) {
-		if (try) {
+		if (try && wait_ms(e, backoff_ms(e, try - 1)))
+			return false;
+		/*
+		 * Any attempt after a failed one is a retry: the backoff retries here and the
+		 * probes of a down backend with the oldest spooled profile alike.
+		 */
+		if (e->last_failed)
 			e->st.retries++;
-			if (wait_ms(e, backoff_ms(e, try - 1)))
-				return false;
-		}
 		pthread_mutex_unlock(&e->lock);
 		st = attempt(e, it, &r);
 		pthread_mutex_lock(&e->lock);
+		/* a rejection (4xx, a 404 that keeps the profile spooled too) is an answer */
+		e->last_failed = st == EXPORT_RETRYABLE;
 		if (st == EXPORT_SENT) {
 			e->st.pushed++;
 			pr_debug("delivered seq %" PRIu64 " start_ns %" PRId64 " (attempt %u)",
 				 it->seq, it->start_ns, try + 1);
 			if (e->down)
-				pr_info("%s: backend reachable again",
-					e->cfg.url ? e->cfg.url : "");
+				pr_info("%s: backend reachable again", e->url_log);
 			e->down = false;
 			e->down_logged = false;
 			e->probe_backoff_ms = 0;
@@ -808,25 +438,35 @@ static bool deliver(struct exporter *e, const struct export_item *it, bool probe
 	return false;
 }
 
-/* Sends the oldest spool file; lock held. */
+/* Sends the oldest spool file. Sender thread; lock held, dropped for the spool's I/O. */
 static void send_from_spool(struct exporter *e, bool probe)
 {
 	struct spool_record *rec = NULL;
+	uint64_t oldest;
+	bool done;
 	int err;
 
+	e->busy = true;
+	pthread_mutex_unlock(&e->lock);
 	err = spool__read_oldest(e->spool, &rec);
-	sync_spool_stats(e);
+	oldest = spool__oldest(e->spool);
+	pthread_mutex_lock(&e->lock);
+	sync_spool_stats(e, oldest);
 	if (err) {
+		e->busy = false;
 		if (err == -ENOMEM) /* the file stays for later: do not spin on it */
 			wait_ms(e, e->cfg.backoff_min_ms ? e->cfg.backoff_min_ms : 500);
 		return;
 	}
-	e->busy = true;
-	if (deliver(e, &rec->item, probe))
+	done = deliver(e, &rec->item, probe);
+	pthread_mutex_unlock(&e->lock);
+	if (done)
 		spool__remove(e->spool, rec->order);
-	e->busy = false;
-	sync_spool_stats(e);
+	oldest = spool__oldest(e->spool);
 	spool__record_free(rec);
+	pthread_mutex_lock(&e->lock);
+	e->busy = false;
+	sync_spool_stats(e, oldest);
 }
 
 static void *sender(void *arg)
@@ -835,14 +475,17 @@ static void *sender(void *arg)
 
 	pthread_mutex_lock(&e->lock);
 	while (!e->stop) {
-		uint64_t sp = e->spool ? spool__oldest(e->spool) : UINT64_MAX;
-		uint64_t now = now_ms();
+		uint64_t sp, now = now_ms();
 		struct qitem *q;
 
+		/* over the memory bound: the queue goes to disk here, never in submit */
+		if (e->spool && e->st.queue_bytes > e->cfg.queue_max_bytes)
+			spill_queue(e);
+		sp = e->sp_oldest;
 		if (e->down && e->spool) {
 			/* backend down: keep the queue bounded on disk, probe with the oldest */
 			spill_queue(e);
-			sp = e->spool ? spool__oldest(e->spool) : UINT64_MAX;
+			sp = e->sp_oldest;
 			pthread_cond_broadcast(&e->idle);
 			if (now < e->next_probe_ms || sp == UINT64_MAX) {
 				if (sp == UINT64_MAX)
@@ -858,17 +501,12 @@ static void *sender(void *arg)
 			send_from_spool(e, false);
 			continue;
 		}
-		q = e->head;
+		q = queue_pop(e);
 		if (!q) {
 			pthread_cond_broadcast(&e->idle);
 			pthread_cond_wait(&e->cond, &e->lock);
 			continue;
 		}
-		e->head = q->next;
-		if (!e->head)
-			e->tail = NULL;
-		e->n_queued--;
-		e->st.queue_bytes -= q->bytes;
 		e->busy = true;
 		if (!deliver(e, &q->item, false))
 			spool_item(e, q->order, &q->item);
@@ -891,21 +529,29 @@ int exporter__submit(struct exporter *e, const struct export_item *item)
 	q = qitem_copy(item);
 	if (!q)
 		return -ENOMEM;
+	/*
+	 * Memory only: with a spool the sender moves the queue to disk once it is over
+	 * queue_max_bytes; it may be inside one push attempt (bounded by the timeout) or a
+	 * stalled write, so the queue may hold up to the hard bound meanwhile. Past that, or
+	 * with no spool past the bound, the profile is dropped and counted.
+	 */
 	pthread_mutex_lock(&e->lock);
-	q->order = e->spool ? spool__next_order(e->spool) : ++e->next_order;
-	if (e->st.queue_bytes + q->bytes > e->cfg.queue_max_bytes || e->stop) {
-		if (e->spool) {
-			/* keep order: everything queued is older, so it goes to the spool first */
-			spill_queue(e);
-			err = spool_item(e, q->order, &q->item);
-		} else {
-			e->st.queue_dropped++;
-			err = -ENOSPC;
-			pr_debug("queue full and no spool: dropped profile seq %" PRIu64,
-				 item->seq);
-		}
+	q->order = e->next_order++;
+	if (e->st.queue_bytes + q->bytes >
+		    exporter__queue_hard_max(e->cfg.queue_max_bytes, e->spool != NULL) ||
+	    e->stop) {
+		e->st.queue_dropped++;
+		err = -ENOSPC;
+		if (!e->full_logged)
+			pr_warn("exporter queue full (%zu bytes%s): profile seq %" PRIu64
+				" dropped, and any more while it stays full (counted in "
+				"queue_dropped)",
+				e->st.queue_bytes,
+				e->spool ? ", the spool writes behind" : ", no spool", item->seq);
+		e->full_logged = true;
 		qitem_free(q);
 	} else {
+		e->full_logged = false;
 		q->next = NULL;
 		if (e->tail)
 			e->tail->next = q;
@@ -934,8 +580,7 @@ int exporter__flush(struct exporter *e, unsigned int timeout_ms)
 	}
 	pthread_mutex_lock(&e->lock);
 	pthread_cond_signal(&e->cond);
-	while ((e->n_queued || e->busy ||
-		(!e->down && e->spool && spool__oldest(e->spool) != UINT64_MAX)) &&
+	while ((e->n_queued || e->busy || (!e->down && e->spool && e->sp_oldest != UINT64_MAX)) &&
 	       e->thread_started)
 		if (pthread_cond_timedwait(&e->idle, &e->lock, &ts))
 			break;
@@ -944,10 +589,14 @@ int exporter__flush(struct exporter *e, unsigned int timeout_ms)
 	return left;
 }
 
+const char *exporter__spool_dir(const struct exporter *e)
+{
+	return e->spool ? spool__path(e->spool) : NULL;
+}
+
 void exporter__stats(struct exporter *e, struct exporter_stats *out)
 {
 	pthread_mutex_lock(&e->lock);
-	sync_spool_stats(e);
 	*out = e->st;
 	pthread_mutex_unlock(&e->lock);
 }
@@ -986,15 +635,11 @@ void exporter__free(struct exporter *e)
 		pthread_mutex_unlock(&e->lock);
 		pthread_join(e->thread, NULL);
 	}
-	while (e->head) {
-		struct qitem *q = e->head;
-
-		e->head = q->next;
-		qitem_free(q);
-	}
+	/* the sender spilled the queue on its way out; only a failed start leaves items */
+	while (e->head)
+		qitem_free(queue_pop(e));
 	spool__close(e->spool);
-	if (e->curl)
-		curl_easy_cleanup(e->curl);
+	export_http__free(e->http);
 	for (i = 0; i < e->n_owned; i++)
 		free(e->owned[i]);
 	free(e->owned);
@@ -1018,8 +663,10 @@ struct exporter *exporter__new(const struct exporter_config *cfg)
 		goto inval;
 	}
 	if (cfg->kind != EXPORTER_FILE && (!cfg->url || strncmp(cfg->url, "http", 4))) {
+		char shown[1024];
+
 		pr_err("exporter needs an http:// or https:// URL (got \"%s\")",
-		       cfg->url ? cfg->url : "");
+		       redact__url(cfg->url, shown, sizeof(shown)));
 		goto inval;
 	}
 	if (cfg->kind > EXPORTER_INGEST)
@@ -1050,6 +697,7 @@ struct exporter *exporter__new(const struct exporter_config *cfg)
 		while (l && u[l - 1] == '/')
 			u[--l] = 0;
 	}
+	redact__url(e->cfg.url ? e->cfg.url : "", e->url_log, sizeof(e->url_log));
 	e->cfg.out_dir = own(e, cfg->out_dir);
 	e->cfg.ca_file = own(e, cfg->ca_file);
 	e->cfg.basic_user = own(e, cfg->basic_user);
@@ -1078,21 +726,35 @@ struct exporter *exporter__new(const struct exporter_config *cfg)
 						: &export_file_ops;
 	e->rnd = (uint64_t)now_ms() ^ ((uint64_t)(uintptr_t)e << 16) ^ 0x9e3779b97f4a7c15ULL;
 	if (cfg->kind != EXPORTER_FILE) {
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-		e->curl = curl_easy_init();
-		if (!e->curl) {
+		e->http = export_http__new(&e->cfg, &e->stop);
+		if (!e->http) {
 			err = -ENOMEM;
 			goto cleanup;
 		}
 	}
 	if (e->cfg.spool_dir && *e->cfg.spool_dir) {
-		e->spool = spool__open(e->cfg.spool_dir, e->cfg.spool_max_bytes,
-				       e->cfg.spool_max_age_s);
+		char dest[4096], dir[PATH_MAX];
+
+		/*
+		 * Profiles spooled for one URL and tenant never go to another. The URL is taken
+		 * without its credentials: they never reach the disk (the DESTINATION file), and
+		 * a rotated password keeps its spool.
+		 */
+		snprintf(dest, sizeof(dest), "%s %s tenant=%s", e->ops->name, e->url_log,
+			 e->cfg.tenant ? e->cfg.tenant : "");
+		err = spool__dest_dir(e->cfg.spool_dir, dest, dir, sizeof(dir));
+		if (err)
+			goto cleanup;
+		e->spool = spool__open(dir, e->cfg.spool_max_bytes, e->cfg.spool_max_age_s);
 		if (!e->spool) {
 			err = -errno;
 			goto cleanup;
 		}
-		sync_spool_stats(e);
+		e->next_order = spool__next_order(e->spool);
+		sync_spool_stats(e, spool__oldest(e->spool));
+	} else {
+		e->next_order = 1;
+		e->sp_oldest = UINT64_MAX;
 	}
 	err = -pthread_create(&e->thread, NULL, sender, e);
 	if (err) {

@@ -7,24 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export_item.h"
+
 struct exporter;
-
-struct label_pair {
-	const char *name;
-	const char *value;
-};
-
-#define EXPORT_MAX_LABELS 30 /* Pyroscope's per-series limit */
-
-/* One profile for one series (e.g. one service for one upload window). */
-struct export_item {
-	const struct label_pair *labels; /* series labels incl. __name__ and service_name */
-	int n_labels;
-	const uint8_t *pprof; /* pprof bytes (gzip-compressed or not) */
-	size_t pprof_len;
-	int64_t start_ns, end_ns; /* window, wall clock ns since epoch */
-	uint64_t seq;		  /* window sequence number (ordering, logs) */
-};
 
 enum exporter_kind {
 	EXPORTER_FILE = 0, /* timestamped pprof files in a local directory (no backend) */
@@ -55,6 +40,7 @@ struct exporter_config {
 };
 
 struct exporter_stats {
+	/* retries: attempts made after a failed one (backoff retries, probes of a down backend) */
 	uint64_t pushed, failed, retries, rejected_4xx, spooled, spool_dropped, spool_bytes,
 		spool_files, queue_bytes, queue_dropped, trimmed, split;
 	uint64_t last_latency_us, latency_us_sum, latency_count;
@@ -73,7 +59,17 @@ struct exporter *exporter__new(const struct exporter_config *cfg);
 int exporter__submit(struct exporter *e, const struct export_item *item);
 /* Waits up to timeout_ms for the queue to drain (to network or spool). Returns remaining items. */
 int exporter__flush(struct exporter *e, unsigned int timeout_ms);
+/*
+ * The in-memory queue's hard bound for a queue_max_bytes: with a spool, that plus as much
+ * again (at least 8 MiB) for the sender to write behind; exporter__submit drops past it.
+ */
+size_t exporter__queue_hard_max(size_t queue_max_bytes, bool spool);
 void exporter__stats(struct exporter *e, struct exporter_stats *out);
+/*
+ * The directory this exporter spools into: one per destination (API, URL, tenant) under
+ * spool_dir, see spool__dest_dir(). NULL without a spool. Valid until exporter__free.
+ */
+const char *exporter__spool_dir(const struct exporter *e);
 /* Stops the thread after a flush (anything undelivered is spooled) and frees. */
 void exporter__free(struct exporter *e);
 

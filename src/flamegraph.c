@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Flame graphs: a self-contained interactive HTML page (canvas + inline JS) and a static SVG. */
 #include "output.h"
+#include "flamegraph.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "hash.h"
 
 #define LOG_MODULE "flamegraph"
 #include "log.h"
@@ -19,8 +22,14 @@
  * Stacks are merged into a tree by display name. The tree holds every frame, but at most
  * FG_MAX_NODES nodes are emitted: the smallest are cut (their time stays in their parent,
  * shown as self time) and the page says so.
+ *
+ * Threads: perf users know the thread name (comm) as a flame graph's base frame; here stacks
+ * of all threads merge (an ML step runs the same code in many workers) and the tooltip says
+ * which threads a frame ran in: the first FG_THREADS thread names of each node with their
+ * values, the rest summed as "other threads" (bounded per node, whatever the thread count).
  */
 #define FG_MAX_NODES   200000
+#define FG_THREADS     2
 #define NAME_LEN       1024
 #define SVG_WIDTH      1200
 #define SVG_ROW	       16
@@ -38,6 +47,9 @@ struct node {
 	uint16_t depth;
 	uint8_t kind; /* enum frame_kind; 255 for the root */
 	bool keep;
+	uint32_t th[FG_THREADS];  /* thread name index + 1, 0 = free slot */
+	int64_t th_v[FG_THREADS]; /* value per named thread */
+	int64_t th_other;	  /* value of the threads beyond the slots */
 };
 
 struct tree {
@@ -60,17 +72,6 @@ struct tree {
 
 #define ROOT_KIND 255
 
-static uint64_t hash_bytes(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static uint64_t node_hash(uint32_t parent, uint32_t name, uint8_t kind)
 {
 	uint64_t h = ((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ULL;
@@ -91,7 +92,7 @@ static int name_intern(struct tree *t, const char *s, uint32_t *out)
 		if (!slots)
 			return -ENOMEM;
 		for (size_t i = 0; i < t->n_names; i++) {
-			for (j = hash_bytes(t->names[i]) & (ns - 1); slots[j];
+			for (j = hash__str(t->names[i]) & (ns - 1); slots[j];
 			     j = (j + 1) & (ns - 1))
 				;
 			slots[j] = (uint32_t)i + 1;
@@ -100,7 +101,7 @@ static int name_intern(struct tree *t, const char *s, uint32_t *out)
 		t->name_slots = slots;
 		t->n_name_slots = ns;
 	}
-	for (j = hash_bytes(s) & (t->n_name_slots - 1); t->name_slots[j];
+	for (j = hash__str(s) & (t->n_name_slots - 1); t->name_slots[j];
 	     j = (j + 1) & (t->n_name_slots - 1)) {
 		if (strcmp(t->names[t->name_slots[j] - 1], s) == 0) {
 			*out = t->name_slots[j] - 1;
@@ -185,15 +186,40 @@ static uint32_t child_of(struct tree *t, uint32_t parent, uint32_t name, uint8_t
 	return (uint32_t)t->n - 1;
 }
 
+/* Adds v of thread th (name index + 1, 0 = unknown) to a node's thread slots. */
+static void node_thread(struct node *nd, uint32_t th, int64_t v)
+{
+	if (!th)
+		return;
+	for (int i = 0; i < FG_THREADS; i++) {
+		if (!nd->th[i])
+			nd->th[i] = th;
+		if (nd->th[i] == th) {
+			nd->th_v[i] += v;
+			return;
+		}
+	}
+	nd->th_other += v;
+}
+
 static int add_cb(const struct profile_sample_view *s, void *ctx)
 {
 	struct tree *t = ctx;
 	int64_t v = s->values[t->vi];
-	uint32_t cur = 0;
+	uint32_t cur = 0, th = 0;
 
 	if (v <= 0)
 		return 0;
+	for (int i = 0; i < s->n_labels; i++) {
+		if (s->labels[i].str && !strcmp(s->labels[i].key, "thread_name")) {
+			if (name_intern(t, s->labels[i].str, &th))
+				return -ENOMEM;
+			th++;
+			break;
+		}
+	}
 	t->nodes[0].value += v;
+	node_thread(&t->nodes[0], th, v);
 	/* cap depth so uint16 depths and recursion stay bounded */
 	for (int i = s->n_locations - 1; i >= 0 && s->n_locations - i < 4096; i--) {
 		uint32_t loc = s->location_ids[i] - 1;
@@ -202,6 +228,7 @@ static int add_cb(const struct profile_sample_view *s, void *ctx)
 		if (!cur)
 			return -ENOMEM;
 		t->nodes[cur].value += v;
+		node_thread(&t->nodes[cur], th, v);
 	}
 	return 0;
 }
@@ -456,6 +483,21 @@ static void json_tree(FILE *f, const struct tree *t, uint32_t i, int *err)
 	json_str(f, t->names[nd->name]);
 	fprintf(f, ",\"value\":%" PRId64 ",\"kind\":%d", nd->value,
 		nd->kind == ROOT_KIND ? -1 : (int)nd->kind);
+	/*
+	 * Threads: "th":[[name,value],...] and "tho" (other threads). Left out where the node
+	 * ran in one thread only, the one its parent ran in (the page looks up the tree).
+	 */
+	if (nd->th[0] &&
+	    (i == 0 || nd->th[1] || nd->th_other || t->nodes[nd->parent].th[1] ||
+	     t->nodes[nd->parent].th_other || t->nodes[nd->parent].th[0] != nd->th[0])) {
+		fputs(",\"th\":[", f);
+		for (int k = 0; k < FG_THREADS && nd->th[k]; k++) {
+			fputs(k ? ",[" : "[", f);
+			json_str(f, t->names[nd->th[k] - 1]);
+			fprintf(f, ",%" PRId64 "]", nd->th_v[k]);
+		}
+		fprintf(f, "],\"tho\":%" PRId64, nd->th_other);
+	}
 	kids = sorted_children(t, i, &n);
 	if (!kids) {
 		*err = -ENOMEM;
@@ -526,11 +568,13 @@ static const char html_script[] =
 	"<script>\n(function(){\n'use strict';\n"
 	"var D=JSON.parse(document.getElementById('fg-data').textContent);\n"
 	"var M=JSON.parse(document.getElementById('fg-meta').textContent);\n"
+	"var H=window.FG_HOOKS||{};\n"
 	"var KN=['native','kernel','python','cuda kernel','truncated','process'];\n"
 	"var ROW=18,FONT='12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace';\n"
 	"var N=[],maxD=0;\n"
 	"(function flat(){var st=[[D,0,0,-1]];while(st.length){var e=st.pop(),n=e[0];"
-	"var i=N.length;N.push({n:n.name,v:n.value,k:n.kind,d:e[1],x:e[2],p:e[3],c:[],m:false});"
+	"var i=N.length;"
+	"N.push({n:n.name,v:n.value,k:n.kind,d:e[1],x:e[2],p:e[3],c:[],m:false,o:n});"
 	"if(e[3]>=0)N[e[3]].c.push(i);if(e[1]>maxD)maxD=e[1];var ch=n.children||[],x=e[2];"
 	"var tmp=[];for(var j=0;j<ch.length;j++){tmp.push([ch[j],e[1]+1,x,i]);x+=ch[j].value;}"
 	"for(j=tmp.length-1;j>=0;j--)st.push(tmp[j]);}})();\n"
@@ -538,7 +582,8 @@ static const char html_script[] =
 	"function hash(s){var h=2166136261;for(var i=0;i<s.length;i++){h^=s.charCodeAt(i);"
 	"h=Math.imul(h,16777619);}return ((h>>>0)%1000)/1000;}\n"
 	"function rgb(r,g,b){return 'rgb('+(r|0)+','+(g|0)+','+(b|0)+')';}\n"
-	"function color(n){var v=hash(n.n),w=hash(n.n+'~');switch(n.k){\n"
+	"function color(n){if(H.color)return H.color(n);\n"
+	"var v=hash(n.n),w=hash(n.n+'~');switch(n.k){\n"
 	"case -1:return rgb(190,190,200);\n"
 	"case 1:return rgb(230+20*v,190+35*w,60+40*v);\n"
 	"case 2:return rgb(70+60*v,185+50*w,95+50*v);\n"
@@ -550,12 +595,18 @@ static const char html_script[] =
 	"cv=document.getElementById('fg'),cx=cv.getContext('2d'),tip=document.getElementById('tip')"
 	";\n"
 	"var zoom=0,hover=-1,rows=[],W=0,searchRe=null;\n"
-	"function fmt(v){var u=M.unit;if(u==='nanoseconds'){var s=v/1e9;"
+	"function fmt(v){if(H.fmt)return H.fmt(v);var u=M.unit;if(u==='nanoseconds'){var s=v/1e9;"
 	"if(s>=1)return s.toFixed(s>=100?0:2)+' s';if(s>=1e-3)return (v/1e6).toFixed(2)+' ms';"
 	"return (v/1e3).toFixed(2)+' \\u00b5s';}"
 	"var t=v.toLocaleString('en-US');if(u==='count')return t+(v===1?' sample':' samples');"
 	"return t+' '+u;}\n"
 	"function pct(a,b){return b?(100*a/b).toFixed(2)+'%':'0%';}\n"
+	/* the tooltip's thread row: a node without "th" ran in its nearest listed ancestor's one */
+	"function threads(n,row){var a=n;while(a&&!a.o.th)a=a.p>=0?N[a.p]:null;if(!a)return;"
+	"var th=a===n?a.o.th:[[a.o.th[0][0],n.v]],s=[];"
+	"for(var i=0;i<th.length;i++)s.push(th[i][0]+' '+pct(th[i][1],n.v));"
+	"if(a===n&&a.o.tho)s.push('other threads '+pct(a.o.tho,n.v));"
+	"row(s.length>1?'Threads':'Thread',s.join(', '));}\n"
 	"function isAnc(a,i){while(i>=0){if(i===a)return true;i=N[i].p;}return false;}\n"
 	"function render(){var dpr=window.devicePixelRatio||1;W=cv.parentNode.clientWidth-32;"
 	"if(W<200)W=200;var H=(maxD+1)*ROW+2;cv.style.height=H+'px';cv.width=Math.round(W*dpr);"
@@ -591,10 +642,10 @@ static const char html_script[] =
 	"function row(k,v){var "
 	"tr=t.insertRow(),a=tr.insertCell(),b=tr.insertCell();a.className='k';"
 	"a.textContent=k;b.textContent=v;}"
-	"row('Kind',n.k<0?'root':KN[n.k]||'?');row('Total',fmt(n.v)+'  ('+pct(n.v,total)+' of "
-	"all)');"
+	"if(H.tip)H.tip(n,row);else{row('Kind',n.k<0?'root':KN[n.k]||'?');"
+	"row('Total',fmt(n.v)+'  ('+pct(n.v,total)+' of all)');"
 	"if(zoom!==0)row('In zoom',pct(n.v,N[zoom].v));row('Self',fmt(self)+'  "
-	"('+pct(self,total)+')');"
+	"('+pct(self,total)+')');threads(n,row);}"
 	"tip.appendChild(t);tip.style.display='block';var tx=ev.clientX+14,ty=ev.clientY+16;"
 	"var "
 	"tw=tip.offsetWidth,th=tip.offsetHeight;if(tx+tw>window.innerWidth-8)tx=ev.clientX-tw-14;"
@@ -646,44 +697,41 @@ static void legend(FILE *f)
 			items[i].color, items[i].label);
 }
 
-int flamegraph__write_html(const struct profile *p, int vi, const char *title, FILE *f)
+/* See flamegraph.h. */
+void flamegraph__json_str(FILE *f, const char *s)
 {
-	const struct profile_config *cfg = profile__config(p);
-	struct tree t;
-	int err;
+	json_str(f, s);
+}
 
-	err = tree_build(&t, p, vi);
-	if (err)
-		goto cleanup;
-	if (!title || !*title)
-		title = "mlprof flame graph";
+/* See flamegraph.h. */
+void flamegraph__xml_str(FILE *f, const char *s)
+{
+	xml_str(f, s, 0);
+}
+
+/* See flamegraph.h. */
+int flamegraph__write_page(FILE *f, const struct flamegraph_page *pg)
+{
+	const char *title = pg->title && *pg->title ? pg->title : "mlprof flame graph";
+	int err;
 
 	fputs(html_head, f);
 	xml_str(f, title, 0);
 	fputs(html_style, f);
 	xml_str(f, title, 0);
 	fputs("</h1><span id=\"sub\">", f);
-	xml_str(f, cfg->sample_types[vi].type ? cfg->sample_types[vi].type : "", 0);
-	fputs(" &middot; ", f);
-	xml_str(f, cfg->sample_types[vi].unit ? cfg->sample_types[vi].unit : "", 0);
-	fprintf(f, " &middot; total %" PRId64 " &middot; %zu stacks</span>", t.nodes[0].value,
-		profile__n_samples(p));
+	pg->subtitle(f, pg->ctx);
+	fputs("</span>", f);
 	fputs("<span class=\"spacer\"></span><span id=\"matched\"></span>"
 	      "<input id=\"search\" type=\"search\" placeholder=\"Search (text or /regex/)  "
 	      "Ctrl+F\" "
 	      "autocomplete=\"off\"><button id=\"reset\" disabled>Reset zoom</button></header>\n"
 	      "<div id=\"bar\">",
 	      f);
-	legend(f);
+	pg->legend(f, pg->ctx);
 	fputs("<span class=\"spacer\"></span><span id=\"crumbs\"></span>", f);
-	if (t.n_kept < t.n)
-		fprintf(f,
-			"<span class=\"note\">Showing %zu of %zu frames: frames under %" PRId64
-			" are folded into their callers.</span>",
-			t.n_kept, t.n, t.cut_below);
-	if (profile__dropped(p))
-		fprintf(f, "<span class=\"note\">%" PRIu64 " samples dropped (memory bound)</span>",
-			profile__dropped(p));
+	if (pg->notes)
+		pg->notes(f, pg->ctx);
 	fputs("</div>\n<div id=\"wrap\"><canvas id=\"fg\"></canvas>"
 	      "<div id=\"empty\">No samples in this profile.</div></div>\n<div id=\"tip\"></div>\n",
 	      f);
@@ -691,18 +739,96 @@ int flamegraph__write_html(const struct profile *p, int vi, const char *title, F
 	fputs("<script type=\"application/json\" id=\"fg-meta\">{\"title\":", f);
 	json_str(f, title);
 	fputs(",\"type\":", f);
-	json_str(f, cfg->sample_types[vi].type ? cfg->sample_types[vi].type : "");
+	json_str(f, pg->type ? pg->type : "");
 	fputs(",\"unit\":", f);
-	json_str(f, cfg->sample_types[vi].unit ? cfg->sample_types[vi].unit : "");
-	fprintf(f, ",\"total\":%" PRId64 ",\"nodes\":%zu,\"allNodes\":%zu}</script>\n",
-		t.nodes[0].value, t.n_kept, t.n);
+	json_str(f, pg->unit ? pg->unit : "");
+	fprintf(f, ",\"total\":%" PRId64 ",\"nodes\":%zu,\"allNodes\":%zu}</script>\n", pg->total,
+		pg->n_nodes, pg->n_all_nodes);
 	fputs("<script type=\"application/json\" id=\"fg-data\">", f);
-	json_tree(f, &t, 0, &err);
+	err = pg->tree(f, pg->ctx);
+	if (err)
+		return err;
+	fputs("</script>\n", f);
+	if (pg->script) {
+		fputs("<script>\n", f);
+		pg->script(f, pg->ctx);
+		fputs("\n</script>\n", f);
+	}
+	fputs(html_script, f);
+	return ferror(f) ? -EIO : 0;
+}
+
+struct html_ctx {
+	const struct profile *p;
+	const struct tree *t;
+	int vi;
+};
+
+static void html_subtitle(FILE *f, void *ctx)
+{
+	const struct html_ctx *c = ctx;
+	const struct profile_config *cfg = profile__config(c->p);
+
+	xml_str(f, cfg->sample_types[c->vi].type ? cfg->sample_types[c->vi].type : "", 0);
+	fputs(" &middot; ", f);
+	xml_str(f, cfg->sample_types[c->vi].unit ? cfg->sample_types[c->vi].unit : "", 0);
+	fprintf(f, " &middot; total %" PRId64 " &middot; %zu stacks", c->t->nodes[0].value,
+		profile__n_samples(c->p));
+}
+
+static void html_legend(FILE *f, void *ctx)
+{
+	legend(f);
+}
+
+static void html_notes(FILE *f, void *ctx)
+{
+	const struct html_ctx *c = ctx;
+
+	if (c->t->n_kept < c->t->n)
+		fprintf(f,
+			"<span class=\"note\">Showing %zu of %zu frames: frames under %" PRId64
+			" are folded into their callers.</span>",
+			c->t->n_kept, c->t->n, c->t->cut_below);
+	if (profile__dropped(c->p))
+		fprintf(f, "<span class=\"note\">%" PRIu64 " samples dropped (memory bound)</span>",
+			profile__dropped(c->p));
+}
+
+static int html_tree(FILE *f, void *ctx)
+{
+	const struct html_ctx *c = ctx;
+	int err = 0;
+
+	json_tree(f, c->t, 0, &err);
+	return err;
+}
+
+int flamegraph__write_html(const struct profile *p, int vi, const char *title, FILE *f)
+{
+	const struct profile_config *cfg = profile__config(p);
+	struct html_ctx c = {.p = p, .vi = vi};
+	struct flamegraph_page pg = {
+		.title = title,
+		.subtitle = html_subtitle,
+		.legend = html_legend,
+		.notes = html_notes,
+		.tree = html_tree,
+		.ctx = &c,
+	};
+	struct tree t;
+	int err;
+
+	err = tree_build(&t, p, vi);
 	if (err)
 		goto cleanup;
-	fputs("</script>\n", f);
-	fputs(html_script, f);
-	err = ferror(f) ? -EIO : 0;
+	c.t = &t;
+	pg.type = cfg->sample_types[vi].type;
+	pg.unit = cfg->sample_types[vi].unit;
+	pg.total = t.nodes[0].value;
+	pg.n_nodes = t.n_kept;
+	pg.n_all_nodes = t.n;
+	err = flamegraph__write_page(f, &pg);
 cleanup:
 	tree_free(&t);
 	return err;
@@ -712,7 +838,7 @@ cleanup:
 
 static uint32_t name_hash(const char *s)
 {
-	uint64_t h = hash_bytes(s);
+	uint64_t h = hash__str(s);
 
 	return (uint32_t)(h ^ (h >> 32));
 }

@@ -36,6 +36,7 @@ struct frame_mapping {
 struct frame {
 	enum frame_kind kind;
 	uint32_t line;			 /* source line, 0 when unknown */
+	uint32_t start_line;		 /* first line of the function (python), 0 when unknown */
 	uint64_t addr;			 /* absolute address (native/kernel), 0 otherwise */
 	const char *function;		 /* demangled function name, or NULL */
 	const char *file;		 /* source file, or NULL */

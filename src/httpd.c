@@ -4,6 +4,7 @@
 #include "httpd.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -18,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_config.h"
 #include "log.h"
 
 #define HTTPD_MAX_CONNS	  32
@@ -252,6 +252,41 @@ static void *httpd_thread(void *arg)
 	return NULL;
 }
 
+/* See httpd.h. */
+int httpd__split_addr(const char *addr, char *host, size_t hostlen, unsigned int *port)
+{
+	const char *colon, *h = addr;
+	size_t hl;
+	char *end;
+	unsigned long p;
+
+	if (addr[0] == '[') {
+		const char *rb = strchr(addr, ']');
+		if (!rb || rb[1] != ':')
+			return -EINVAL;
+		h = addr + 1;
+		hl = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - addr);
+		if (memchr(addr, ':', hl))
+			return -EINVAL; /* bare IPv6 needs brackets */
+	}
+	if (hl >= hostlen || !isdigit((unsigned char)colon[1]))
+		return -EINVAL;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || p > 65535)
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	*port = (unsigned int)p;
+	return 0;
+}
+
 struct httpd *httpd__new(const char *addr, httpd_handler handler, void *ctx)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
@@ -263,7 +298,7 @@ struct httpd *httpd__new(const char *addr, httpd_handler handler, void *ctx)
 	struct httpd *h;
 	int err, one = 1;
 
-	if (agent_config__split_addr(addr, host, sizeof(host), &p)) {
+	if (httpd__split_addr(addr, host, sizeof(host), &p)) {
 		pr_err("invalid listen address '%s'", addr);
 		errno = EINVAL;
 		return NULL;

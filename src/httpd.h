@@ -27,6 +27,11 @@ typedef void (*httpd_handler)(void *ctx, const char *path, struct http_response 
  * one response or 10 s idle. NULL with errno on failure (logged).
  */
 struct httpd *httpd__new(const char *addr, httpd_handler handler, void *ctx);
+/*
+ * Parses "host:port" / "[v6]:port" / ":port" into host (may be "", bracket-less) and port.
+ * Returns 0 or -EINVAL (also when host does not fit in hostlen).
+ */
+int httpd__split_addr(const char *addr, char *host, size_t hostlen, unsigned int *port);
 /* The bound port (useful with port 0). */
 unsigned int httpd__port(const struct httpd *h);
 /* Stops the thread, closes every socket, frees. */

@@ -108,6 +108,57 @@ static int write_body(const struct profile *p, enum output_format fmt, const cha
 	return -EINVAL;
 }
 
+/* See output.h. */
+int output__check_writable(const char *path)
+{
+	struct stat st;
+	char *tmp = NULL;
+	int fd, err = 0;
+
+	if (!path || !*path)
+		return -EINVAL;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	/* the very operation output__write_file() starts with: a temp file next to path */
+	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0)
+		return -ENOMEM;
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		err = -errno;
+	} else {
+		close(fd);
+		unlink(tmp);
+	}
+	free(tmp);
+	return err;
+}
+
+/* See output.h. */
+int output__write_fallback(const struct profile *p, enum output_format fmt, const char *title,
+			   const char *failed, char *out, size_t len)
+{
+	const char *dir = getenv("TMPDIR"), *base = strrchr(failed, '/');
+	int fd, n, err;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	base = base ? base + 1 : failed;
+	if (!*base)
+		base = output__format_ext(fmt);
+	/* the failed file's name after the unique part keeps its kind and extension */
+	n = snprintf(out, len, "%s/mlprof-XXXXXX-%s", dir, base);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	fd = mkstemps(out, (int)strlen(base) + 1);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	err = output__write_file(p, fmt, title, out);
+	if (err)
+		unlink(out);
+	return err;
+}
+
 int output__write_file(const struct profile *p, enum output_format fmt, const char *title,
 		       const char *path)
 {

@@ -45,5 +45,18 @@ int flamegraph__write_svg(const struct profile *p, int vi, const char *title, FI
  */
 int output__write_file(const struct profile *p, enum output_format fmt, const char *title,
 		       const char *path);
+/*
+ * Whether output__write_file() could write path: creates and removes the temp file it
+ * would start with (a directory, a missing parent, /proc, a read-only file system all
+ * fail here). Returns 0 or -errno; never touches path itself.
+ */
+int output__check_writable(const char *path);
+/*
+ * Writes p in fmt to a new file $TMPDIR/mlprof-XXXXXX-NAME (/tmp without TMPDIR; NAME is
+ * the file name of failed, the path that could not be written). The chosen path is written
+ * into out. Returns 0 or -errno.
+ */
+int output__write_fallback(const struct profile *p, enum output_format fmt, const char *title,
+			   const char *failed, char *out, size_t len);
 
 #endif

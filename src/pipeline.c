@@ -9,13 +9,40 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuda.h"
+#include "dwarf_lines.h"
+#include "memtrack.h"
 #include "proc.h"
+#include "python.h"
+#include "python_code.h"
 #include "sampler.h"
 #include "symcache.h"
 #include "unwind.h"
+#include "unwound.h"
 
 #define LOG_MODULE "pipeline"
 #include "log.h"
+
+/* Off-CPU samples waiting for the end of their interval: bounded count and bytes. */
+#define PENDING_MAX	  8192
+#define PENDING_MAX_BYTES (16u << 20)
+
+/* Exact CUDA counts kept for exited processes (for the end-of-run summary). */
+#define DONE_MAX 65536
+
+struct done_count {
+	pid_t pid;
+	uint32_t kind;
+	uint64_t what, count;
+	char *name;
+};
+
+/* Memory in use by site: entries (one per allocation or sampled fault) and stacks. */
+#define MEM_MAX_ENTRIES 262144
+/* Defaults of the process and symbol cache bounds (pipeline_config's 0). */
+#define PIPELINE_MAX_PROCS	4096
+#define PIPELINE_SYMCACHE_BYTES (32u << 20)
+#define MEM_MAX_STACK_BYTES	(16u << 20)
 
 /* Per-sample string scratch: symbol names are copied here so that all frames of one stack
  * stay valid together (symcache results live only until the next lookup). */
@@ -30,13 +57,26 @@ struct pipeline {
 	struct symcache *syms;
 	struct ksyms *ksyms;
 	struct unwinder *unwinder;
+	struct python *py; /* NULL when Python frames are off */
+	struct cuda *cuda; /* NULL when CUDA probes are off */
 	int sink_err;
 
 	uint64_t samples, frames_total, frames_unsym, proc_events, cpu_ns;
+	struct pending *pend_head, *pend_tail;
+	size_t pend_bytes, pend_count;
+	uint64_t offcpu_unmatched, offcpu_dropped;
+	struct memtrack *mem; /* memory in use by site (device allocations, growth) */
+	/* exact CUDA counts of exited processes, named when they exited */
+	struct done_count *done;
+	size_t ndone, capdone;
+	uint64_t done_dropped;
+	char kname[512];
+	struct proc *cur_proc; /* for name_addr() during kernel naming */
 	uint64_t unwind_ends[6];
 
 	uint64_t pcs[PIPELINE_MAX_FRAMES];
-	struct frame frames[PIPELINE_MAX_FRAMES + 2];
+	struct frame ufr[PIPELINE_MAX_FRAMES + 2]; /* user frames before Python merging */
+	struct frame frames[PIPELINE_MAX_FRAMES + MLPROF_MAX_PYFRAMES + 4];
 	char names[NAME_ARENA_BYTES];
 	size_t names_used;
 };
@@ -73,6 +113,12 @@ static const char *truncation_reason(enum unwind_end end)
 	return NULL;
 }
 
+static bool is_bpf_frame(const char *name)
+{
+	return strncmp(name, "bpf_prog_", 9) == 0 || strncmp(name, "bpf_trace_run", 13) == 0 ||
+	       strncmp(name, "__bpf_trace_", 12) == 0 || strncmp(name, "__traceiter_", 12) == 0;
+}
+
 static int add_kernel_frames(struct pipeline *pl, const struct mlprof_sample *s, int n)
 {
 	uint32_t klen = s->kstack_len;
@@ -81,11 +127,16 @@ static int add_kernel_frames(struct pipeline *pl, const struct mlprof_sample *s,
 		return n;
 	if (klen > MLPROF_MAX_KSTACK)
 		klen = MLPROF_MAX_KSTACK;
-	for (uint32_t i = 0; i < klen && n < PIPELINE_MAX_FRAMES; i++) {
-		struct frame *f = &pl->frames[n++];
+	for (uint32_t i = 0, leaf = 1; i < klen && n < PIPELINE_MAX_FRAMES; i++) {
+		struct frame *f = &pl->frames[n];
 		uint64_t off;
 		const char *name = pl->ksyms ? ksyms__lookup(pl->ksyms, s->kstack[i], &off) : NULL;
 
+		/* stacks taken at a tracepoint start inside our own BPF program: not shown */
+		if (leaf && name && is_bpf_frame(name))
+			continue;
+		leaf = 0;
+		n++;
 		memset(f, 0, sizeof(*f));
 		f->kind = FRAME_KERNEL;
 		f->addr = s->kstack[i];
@@ -119,71 +170,447 @@ static void symbolize_native(struct pipeline *pl, struct proc *p, uint64_t pc, s
 		return;
 	}
 	f->function = arena_copy(pl, res.name);
+	if (res.file) {
+		f->file = arena_copy(pl, res.file);
+		f->line = res.line;
+		f->start_line = res.start_line;
+	}
 }
 
-static int handle_sample(struct pipeline *pl, const struct mlprof_sample *s, size_t size)
+/* An off-CPU sample waiting for its interval to end (FIFO list, oldest first). */
+struct pending {
+	struct pending *next, *prev;
+	size_t bytes;
+	struct unwound u;
+	uint64_t data[]; /* pcs, then Python frames */
+};
+
+/*
+ * Looks at a process's mappings (again when they changed): interpreters for the Python
+ * walker, CUDA/NCCL libraries to probe.
+ */
+static void inspect_proc(struct pipeline *pl, struct proc *p)
 {
+	if (pl->py) {
+		struct mlprof_py_proc pycfg;
+
+		if (python__check(pl->py, p, &pycfg) == 1)
+			sampler__set_python(pl->sampler, p->pid, &pycfg);
+	}
+	if (pl->cuda)
+		cuda__check(pl->cuda, p);
+}
+
+/* Stage 1: the record's user stack to program counters (needs the stack copy). */
+static void unwind_stage(struct pipeline *pl, const struct mlprof_sample *s, size_t size,
+			 struct unwound *u)
+{
+	struct proc *p;
+	size_t pyoff = sizeof(*s) + MLPROF_PY_FRAMES_OFF(s->ustack_len);
+
+	memcpy(&u->hdr, s, sizeof(*s));
+	u->end = UNWIND_END_NO_REGS;
+	u->have_proc = false;
+	u->nu = 0;
+	u->pcs = pl->pcs;
+	u->py = NULL;
+	if (s->py_nframes && s->py_nframes <= MLPROF_MAX_PYFRAMES &&
+	    pyoff + (size_t)s->py_nframes * sizeof(struct mlprof_py_frame) <= size)
+		u->py = (const void *)((const uint8_t *)s + pyoff);
+	else
+		u->hdr.py_nframes = 0;
+	if ((s->flags & MLPROF_SF_KTHREAD) || s->pid == 0)
+		return;
+	p = proc_cache__get(pl->procs, (pid_t)s->pid);
+	if (!p) {
+		u->end = UNWIND_END_NO_INFO;
+		return;
+	}
+	u->have_proc = true;
+	inspect_proc(pl, p);
+	u->nu = unwinder__unwind(pl->unwinder, p, s, pl->pcs,
+				 PIPELINE_MAX_FRAMES - MLPROF_MAX_KSTACK, &u->end);
+	if (u->nu < 0)
+		u->nu = 0;
+}
+
+static void truncation_frame(struct frame *f, const char *why)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = FRAME_TRUNCATED;
+	f->function = why;
+}
+
+/* Stage 2: frames named (kernel, native, Python merged in) and handed to the sink. */
+/* Symbolizes one address of the process for the CUDA kernel namer (NULL: unnamed). */
+static const char *name_addr(void *ctx, uint64_t addr)
+{
+	struct pipeline *pl = ctx;
+	struct frame f;
+
+	if (!pl->cur_proc)
+		return NULL;
+	symbolize_native(pl, pl->cur_proc, addr, &f);
+	return f.function;
+}
+
+/* A launch sample's leaf: the kernel it launched (FRAME_CUDA_KERNEL). */
+static void kernel_frame(struct pipeline *pl, struct proc *p, const struct mlprof_sample *s,
+			 struct frame *f)
+{
+	const char *fn_name = NULL;
+	struct frame tmp;
+
+	pl->cur_proc = p;
+	if (p && s->aux[1] == MLPROF_CUDA_RT) {
+		symbolize_native(pl, p, s->aux[0], &tmp);
+		fn_name = tmp.function;
+	}
+	memset(f, 0, sizeof(*f));
+	f->kind = FRAME_CUDA_KERNEL;
+	f->function = arena_copy(pl, cuda__kernel_name(pl->cuda, (pid_t)s->pid, s->aux[0],
+						       (uint32_t)s->aux[1], fn_name, name_addr, pl,
+						       pl->kname, sizeof(pl->kname)));
+	pl->cur_proc = NULL;
+}
+
+/*
+ * A launch whose handle has no name yet (made before the probes were attached): its caller
+ * is the kernel's host stub (__device_stub__<mangled>), which names it, now and from then
+ * on (the exact counts too).
+ */
+static void name_from_stub(struct pipeline *pl, const struct mlprof_sample *s, int n)
+{
+	static const char stub[] = "__device_stub__";
+	const char *kname = pl->frames[0].function;
+
+	if (pl->frames[0].kind != FRAME_CUDA_KERNEL || !kname || strncmp(kname, "[cuda kernel", 12))
+		return;
+	for (int i = 1; i < n && i < 8; i++) {
+		const char *f = pl->frames[i].function;
+
+		if (pl->frames[i].kind == FRAME_NATIVE && f &&
+		    !strncmp(f, stub, sizeof(stub) - 1)) {
+			cuda__learn_name(pl->cuda, (pid_t)s->pid, s->aux[0], f);
+			cuda__display_name(f, pl->kname, sizeof(pl->kname));
+			pl->frames[0].function = arena_copy(pl, pl->kname);
+			return;
+		}
+	}
+}
+
+static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t value, bool inuse,
+		      uint64_t time_ns)
+{
+	const struct mlprof_sample *s = &u->hdr;
 	struct sample_info info = {0};
 	char thread_name[MLPROF_COMM_LEN + 1];
-	enum unwind_end end = UNWIND_END_NO_REGS;
 	struct proc *p = NULL;
-	int n = 0, nu = 0;
+	int n, nu = 0;
 
-	if (size < sizeof(*s) || size < sizeof(*s) + s->ustack_len)
-		return 0; /* malformed record: the sampler never produces these */
 	pl->names_used = 0;
 	memcpy(thread_name, s->comm, MLPROF_COMM_LEN);
 	thread_name[MLPROF_COMM_LEN] = '\0';
 
-	n = add_kernel_frames(pl, s, 0);
+	p = u->have_proc ? proc_cache__get(pl->procs, (pid_t)s->pid) : NULL;
+	n = 0;
+	if (s->kind == MLPROF_SK_CUDA_LAUNCH && pl->cuda)
+		kernel_frame(pl, p, s, &pl->frames[n++]);
+	n = add_kernel_frames(pl, s, n);
 	if (!(s->flags & MLPROF_SF_KTHREAD) && s->pid != 0) {
-		p = proc_cache__get(pl->procs, (pid_t)s->pid);
+		const char *why;
+
 		if (p) {
-			nu = unwinder__unwind(pl->unwinder, p, s, pl->pcs, PIPELINE_MAX_FRAMES - n,
-					      &end);
-			if (nu < 0)
-				nu = 0;
-			for (int i = 0; i < nu; i++) {
-				uint64_t pc = i == 0 ? pl->pcs[i] : pl->pcs[i] - 1;
+			for (int i = 0; i < u->nu; i++) {
+				uint64_t pc = i == 0 ? u->pcs[i] : u->pcs[i] - 1;
 
-				symbolize_native(pl, p, pc, &pl->frames[n++]);
+				symbolize_native(pl, p, pc, &pl->ufr[nu++]);
 			}
+			why = truncation_reason(u->end);
 		} else {
-			end = UNWIND_END_NO_INFO;
-			struct frame *f = &pl->frames[n++];
-
-			memset(f, 0, sizeof(*f));
-			f->kind = FRAME_TRUNCATED;
-			f->function = "[process exited before its maps were read]";
+			why = "[process exited before its maps were read]";
 		}
-		pl->unwind_ends[end]++;
-		const char *why = p ? truncation_reason(end) : NULL;
-		if (why) {
-			struct frame *f = &pl->frames[n++];
-
-			memset(f, 0, sizeof(*f));
-			f->kind = FRAME_TRUNCATED;
-			f->function = why;
+		pl->unwind_ends[u->end]++;
+		if (why)
+			truncation_frame(&pl->ufr[nu++], why);
+		if (pl->py && p)
+			n += python__frames(pl->py, p, u->py, s->py_nframes, s->py_status, pl->ufr,
+					    nu, pl->frames + n,
+					    (int)(sizeof(pl->frames) / sizeof(pl->frames[0])) - n -
+						    1);
+		else {
+			memcpy(pl->frames + n, pl->ufr, (size_t)nu * sizeof(pl->ufr[0]));
+			n += nu;
 		}
 	}
-	if (n == 0) {
-		struct frame *f = &pl->frames[n++];
-
-		memset(f, 0, sizeof(*f));
-		f->kind = FRAME_TRUNCATED;
-		f->function = "[no stack]";
-	}
+	if (n == 0)
+		truncation_frame(&pl->frames[n++], "[no stack]");
+	if (s->kind == MLPROF_SK_CUDA_LAUNCH && pl->cuda)
+		name_from_stub(pl, s, n);
 
 	info.pid = (pid_t)s->pid;
 	info.tid = (pid_t)s->tid;
 	info.kind = (enum mlprof_sample_kind)s->kind;
-	info.time_ns = s->time_ns;
-	info.value = (int64_t)s->value;
+	info.time_ns = time_ns ? time_ns : s->time_ns;
+	info.value = value;
+	info.inuse = inuse;
+	info.aux0 = s->aux[0];
+	info.aux1 = s->aux[1];
 	info.thread_name = thread_name;
 	info.proc_name = p && p->comm[0] ? p->comm : thread_name;
 	info.proc = p;
+	info.start_ns = s->start_ns;
 	pl->samples++;
 	return pl->sink(pl->sink_ctx, &info, pl->frames, n);
+}
+
+/* Takes e off the pending list without freeing it. */
+static void pending_detach(struct pipeline *pl, struct pending *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		pl->pend_head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		pl->pend_tail = e->prev;
+	pl->pend_bytes -= e->bytes;
+	pl->pend_count--;
+}
+
+struct count_ctx {
+	struct pipeline *pl;
+	pipeline_count_cb cb;
+	void *ctx;
+};
+
+/* The kernel name of a launch count's function (NULL for other kinds). */
+static const char *count_name(struct pipeline *pl, uint32_t pid, uint32_t kind, uint64_t what)
+{
+	const char *name = NULL;
+
+	if (kind == MLPROF_SK_CUDA_LAUNCH && pl->cuda) {
+		struct proc *p = proc_cache__get(pl->procs, (pid_t)pid);
+		struct mlprof_sample s = {.pid = pid, .kind = kind};
+		struct frame f;
+
+		/* a host stub symbolizes as an address of the process; else a handle */
+		s.aux[0] = what;
+		s.aux[1] = MLPROF_CUDA_DRIVER;
+		if (p) {
+			symbolize_native(pl, p, what, &f);
+			if (f.function)
+				s.aux[1] = MLPROF_CUDA_RT;
+		}
+		pl->names_used = 0;
+		kernel_frame(pl, p, &s, &f);
+		name = f.function;
+	}
+	return name;
+}
+
+static void count_one(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t count)
+{
+	struct count_ctx *cc = ctx;
+
+	cc->cb(cc->ctx, (pid_t)pid, (enum mlprof_sample_kind)kind, what,
+	       count_name(cc->pl, pid, kind, what), count);
+}
+
+/* Keeps the counts of an exiting process, named while its names and maps are known. */
+static void count_keep(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t count)
+{
+	struct pipeline *pl = ctx;
+	const char *name = count_name(pl, pid, kind, what);
+	struct done_count *d;
+
+	if (pl->ndone == pl->capdone) {
+		size_t cap = pl->capdone ? pl->capdone * 2 : 64;
+
+		if (cap > DONE_MAX || !(d = realloc(pl->done, cap * sizeof(*d)))) {
+			pl->done_dropped++;
+			return;
+		}
+		pl->done = d;
+		pl->capdone = cap;
+	}
+	d = &pl->done[pl->ndone];
+	d->name = name ? strdup(name) : NULL;
+	if (name && !d->name)
+		return;
+	d->pid = (pid_t)pid;
+	d->kind = kind;
+	d->what = what;
+	d->count = count;
+	pl->ndone++;
+}
+
+/* See pipeline.h. */
+int pipeline__cuda_counts(struct pipeline *pl, pipeline_count_cb cb, void *ctx)
+{
+	struct count_ctx cc = {.pl = pl, .cb = cb, .ctx = ctx};
+
+	for (size_t i = 0; i < pl->ndone; i++)
+		cb(ctx, pl->done[i].pid, (enum mlprof_sample_kind)pl->done[i].kind,
+		   pl->done[i].what, pl->done[i].name, pl->done[i].count);
+	return sampler__cuda_counts(pl->sampler, 0, false, count_one, &cc);
+}
+
+struct snap_ctx {
+	struct pipeline *pl;
+	uint64_t time_ns;
+};
+
+static int snap_one(void *ctx, const struct unwound *u, int64_t inuse)
+{
+	struct snap_ctx *sc = ctx;
+
+	return emit_stage(sc->pl, u, inuse, true, sc->time_ns);
+}
+
+/* In-use views of one process (pid) or of all (0). */
+static int snapshot(struct pipeline *pl, uint32_t pid, uint64_t time_ns)
+{
+	struct snap_ctx sc = {.pl = pl, .time_ns = time_ns};
+	int err;
+
+	err = memtrack__for_each(pl->mem, MLPROF_SK_CUDA_ALLOC, pid, snap_one, &sc);
+	if (!err)
+		err = memtrack__for_each(pl->mem, MLPROF_SK_MEMORY, pid, snap_one, &sc);
+	return err;
+}
+
+/* See pipeline.h. */
+int pipeline__snapshot(struct pipeline *pl, uint64_t time_ns)
+{
+	return snapshot(pl, 0, time_ns);
+}
+
+/* See pipeline.h. */
+int64_t pipeline__inuse(struct pipeline *pl, enum mlprof_sample_kind kind, pid_t pid)
+{
+	return memtrack__inuse(pl->mem, (uint32_t)kind, (uint32_t)pid);
+}
+
+static void pending_unlink(struct pipeline *pl, struct pending *e)
+{
+	pending_detach(pl, e);
+	free(e);
+}
+
+/* Keeps an off-CPU sample until its interval ends (bounded; the oldest go first). */
+static void pending_add(struct pipeline *pl, const struct unwound *u)
+{
+	size_t np = u->py ? u->hdr.py_nframes : 0;
+	size_t bytes = sizeof(struct pending) + (size_t)u->nu * sizeof(uint64_t) +
+		       np * sizeof(struct mlprof_py_frame);
+	struct pending *e;
+
+	/* a thread has one open interval: an older one lost its end (ring buffer full) */
+	for (e = pl->pend_tail; e; e = e->prev) {
+		if (e->u.hdr.tid == u->hdr.tid) {
+			pending_unlink(pl, e);
+			pl->offcpu_unmatched++;
+			break;
+		}
+	}
+	while (pl->pend_head &&
+	       (pl->pend_bytes + bytes > PENDING_MAX_BYTES || pl->pend_count >= PENDING_MAX)) {
+		pending_unlink(pl, pl->pend_head);
+		pl->offcpu_dropped++;
+	}
+	e = malloc(bytes);
+	if (!e) {
+		pl->offcpu_dropped++;
+		return;
+	}
+	e->bytes = bytes;
+	e->u = *u;
+	memcpy(e->data, u->pcs, (size_t)u->nu * sizeof(uint64_t));
+	e->u.pcs = e->data;
+	if (np) {
+		memcpy(e->data + u->nu, u->py, np * sizeof(struct mlprof_py_frame));
+		e->u.py = (const void *)(e->data + u->nu);
+	} else {
+		e->u.py = NULL;
+	}
+	e->next = NULL;
+	e->prev = pl->pend_tail;
+	if (pl->pend_tail)
+		pl->pend_tail->next = e;
+	else
+		pl->pend_head = e;
+	pl->pend_tail = e;
+	pl->pend_bytes += bytes;
+	pl->pend_count++;
+}
+
+/* An interval ended: its captured stack gets its value (blocked time, bytes, ...). */
+static int handle_sample_end(struct pipeline *pl, const struct mlprof_sample_end *oe)
+{
+	struct pending *e;
+	int err = 0;
+
+	for (e = pl->pend_tail; e; e = e->prev)
+		if (e->u.hdr.tid == oe->tid)
+			break;
+	if (!e || e->u.hdr.aux[0] != oe->seq) {
+		pl->offcpu_unmatched++;
+		return 0;
+	}
+	if (oe->value)
+		err = emit_stage(pl, &e->u, (int64_t)oe->value, false, 0);
+	if (oe->value && oe->aux && e->u.hdr.kind == MLPROF_SK_CUDA_ALLOC)
+		memtrack__add(pl->mem, MLPROF_SK_CUDA_ALLOC, oe->aux, (int64_t)oe->value, &e->u);
+	pending_unlink(pl, e);
+	return err;
+}
+
+/* Forgets the off-CPU samples of an exited process (their intervals never end). */
+static void pending_drop_pid(struct pipeline *pl, uint32_t pid)
+{
+	struct pending *e = pl->pend_head, *next;
+
+	for (; e; e = next) {
+		next = e->next;
+		if (e->u.hdr.pid == pid)
+			pending_unlink(pl, e);
+	}
+}
+
+static int handle_sample(struct pipeline *pl, const struct mlprof_sample *s, size_t size)
+{
+	struct unwound u;
+
+	if (size < sizeof(*s) || size < sizeof(*s) + s->ustack_len)
+		return 0; /* malformed record: the sampler never produces these */
+	unwind_stage(pl, s, size, &u);
+	if (s->flags & MLPROF_SF_HAS_END) {
+		pending_add(pl, &u);
+		return 0;
+	}
+	/* sampled memory growth stays in the in-use view until its pages are given back */
+	if (s->kind == MLPROF_SK_MEMORY)
+		memtrack__add(pl->mem, MLPROF_SK_MEMORY, s->aux[0], (int64_t)s->value, &u);
+	return emit_stage(pl, &u, (int64_t)s->value, false, 0);
+}
+
+/*
+ * A process mapped a file executable (a library loaded, dlopen): read its maps again now
+ * and look for interpreters and CUDA/NCCL libraries before the new code runs.
+ */
+static void on_map_exec(struct pipeline *pl, pid_t pid)
+{
+	struct proc *p;
+
+	pl->proc_events++;
+	if (!pl->py && !pl->cuda)
+		return;
+	proc_cache__refresh(pl->procs, pid);
+	p = proc_cache__get(pl->procs, pid);
+	if (p)
+		inspect_proc(pl, p);
 }
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -200,21 +627,64 @@ static int on_event(void *ctx, const void *data, size_t size)
 	case MLPROF_EV_SAMPLE:
 		err = handle_sample(pl, data, size);
 		break;
+	case MLPROF_EV_SAMPLE_END:
+		if (size >= sizeof(struct mlprof_sample_end))
+			err = handle_sample_end(pl, data);
+		break;
+	case MLPROF_EV_MEM_RELEASE:
+		if (size >= sizeof(struct mlprof_mem_release)) {
+			const struct mlprof_mem_release *mr = data;
+
+			memtrack__free_range(pl->mem, MLPROF_SK_MEMORY, mr->pid, mr->start,
+					     mr->len);
+		}
+		break;
+	case MLPROF_EV_MAP_EXEC:
+		if (size >= sizeof(*pe))
+			on_map_exec(pl, (pid_t)pe->pid);
+		break;
+	case MLPROF_EV_CUDA_NAME:
+		if (size >= sizeof(struct mlprof_cuda_name) && pl->cuda)
+			cuda__on_name(pl->cuda, data);
+		break;
+	case MLPROF_EV_CUDA_FREE:
+		if (size >= sizeof(struct mlprof_cuda_free)) {
+			const struct mlprof_cuda_free *cf = data;
+
+			memtrack__free_at(pl->mem, MLPROF_SK_CUDA_ALLOC, cf->pid, cf->ptr);
+		}
+		break;
 	case MLPROF_EV_EXEC:
 		if (size >= sizeof(*pe)) {
+			if (pl->py)
+				python__forget(pl->py, (pid_t)pe->pid);
 			proc_cache__on_exec(pl->procs, (pid_t)pe->pid);
 			pl->proc_events++;
 		}
 		break;
 	case MLPROF_EV_EXIT:
 		if (size >= sizeof(*pe)) {
+			/* dead first: its maps must not be re-read (empty) while we name things */
 			proc_cache__on_exit(pl->procs, (pid_t)pe->pid);
+			pending_drop_pid(pl, pe->pid);
+			/* what it held when it ended is its last in-use view (a leak report) */
+			err = snapshot(pl, pe->pid, pe->time_ns);
+			memtrack__drop_pid(pl->mem, pe->pid);
+			if (pl->cuda) {
+				sampler__cuda_counts(pl->sampler, (pid_t)pe->pid, true, count_keep,
+						     pl);
+				cuda__forget(pl->cuda, (pid_t)pe->pid);
+			}
+			if (pl->py)
+				python__forget(pl->py, (pid_t)pe->pid);
 			pl->proc_events++;
 		}
 		break;
 	case MLPROF_EV_FORK:
 		/* a new process: if its pid was used before, the cached maps are someone else's */
 		if (size >= sizeof(*pe)) {
+			if (pl->py)
+				python__forget(pl->py, (pid_t)pe->pid);
 			proc_cache__on_exec(pl->procs, (pid_t)pe->pid);
 			pl->proc_events++;
 		}
@@ -228,6 +698,26 @@ static int on_event(void *ctx, const void *data, size_t size)
 		return err; /* stops ring_buffer__poll */
 	}
 	return 0;
+}
+
+/* A cached process's maps, names and ELF references, by estimate (not byte-bounded). */
+#define PROC_EST_BYTES (8u << 10)
+
+/* See pipeline.h. */
+uint64_t pipeline__bound_bytes(const struct pipeline_config *cfg)
+{
+	uint64_t b = sampler__ringbuf_bytes(cfg->ringbuf_bytes);
+
+	b += cfg->symcache_bytes ? cfg->symcache_bytes : PIPELINE_SYMCACHE_BYTES;
+	b += (uint64_t)(cfg->max_procs ? cfg->max_procs : PIPELINE_MAX_PROCS) * PROC_EST_BYTES;
+	if (cfg->python)
+		b += cfg->python_cache_bytes ? cfg->python_cache_bytes : PYCODE_DEFAULT_MAX_BYTES;
+	if (cfg->source_lines != PIPELINE_LINES_OFF)
+		b += DL_DEFAULT_MAX_BYTES;
+	if (cfg->offcpu || cfg->cuda.sync || cfg->cuda.memory)
+		b += PENDING_MAX_BYTES;
+	b += memtrack__bound_bytes(MEM_MAX_ENTRIES, MEM_MAX_STACK_BYTES);
+	return b;
 }
 
 struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_cb sink, void *ctx)
@@ -245,17 +735,34 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	pl->sink = sink;
 	pl->sink_ctx = ctx;
 
-	pcfg.max_procs = cfg->max_procs ? cfg->max_procs : 4096;
+	pcfg.max_procs = cfg->max_procs ? cfg->max_procs : PIPELINE_MAX_PROCS;
 	pcfg.max_elf_files = 1024;
 	pcfg.proc_root = "/proc";
 	pl->procs = proc_cache__new(&pcfg);
-	sym_cfg.max_bytes = cfg->symcache_bytes ? cfg->symcache_bytes : (32u << 20);
+	pl->mem = memtrack__new(MEM_MAX_ENTRIES, MEM_MAX_STACK_BYTES);
+	sym_cfg.max_bytes = cfg->symcache_bytes ? cfg->symcache_bytes : PIPELINE_SYMCACHE_BYTES;
 	sym_cfg.debug_dirs = "/usr/lib/debug";
+	sym_cfg.no_source_lines = cfg->source_lines == PIPELINE_LINES_OFF;
+	sym_cfg.max_dwarf_bytes = cfg->source_lines == PIPELINE_LINES_ALL ? 1ull << 30 : 1ull << 20;
 	pl->syms = symcache__new(&sym_cfg);
-	if (!pl->procs || !pl->syms) {
+	if (!pl->procs || !pl->syms || !pl->mem) {
 		err = -errno;
 		pr_err("cannot create caches: %s", strerror(errno));
 		goto cleanup;
+	}
+	if (cfg->python) {
+		struct python_config pycfg = {
+			.code_cache_bytes = cfg->python_cache_bytes,
+			.force_thread_list = getenv("MLPROF_PY_TSTATE") &&
+					     strcmp(getenv("MLPROF_PY_TSTATE"), "list") == 0,
+		};
+
+		pl->py = python__new(&pycfg, pl->procs);
+		if (!pl->py) {
+			err = -errno;
+			pr_err("cannot create the Python support: %s", strerror(errno));
+			goto cleanup;
+		}
 	}
 	pl->unwinder = unwinder__new(pl->procs);
 	if (!pl->unwinder) {
@@ -271,10 +778,24 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	scfg.ringbuf_bytes = cfg->ringbuf_bytes;
 	scfg.self_pid = getpid();
 	scfg.batch = true; /* pipeline__poll is always called with a timeout */
+	scfg.offcpu = cfg->offcpu;
+	scfg.offcpu_min_ns = cfg->offcpu_min_ns;
+	scfg.offcpu_budget = cfg->offcpu_budget;
+	scfg.cuda = cfg->cuda_on;
+	scfg.cuda_budget = cfg->cuda_budget;
+	scfg.memory = cfg->memory;
+	scfg.memory_sample_bytes = cfg->memory_sample_bytes;
 	pl->sampler = sampler__new(&scfg, on_event, pl);
 	if (!pl->sampler) {
 		err = -errno;
 		goto cleanup;
+	}
+	if (cfg->cuda_on) {
+		pl->cuda = cuda__new(&cfg->cuda, pl->procs, pl->sampler);
+		if (!pl->cuda) {
+			err = -errno;
+			goto cleanup;
+		}
 	}
 	if (cfg->kernel_frames) {
 		pl->ksyms = ksyms__load("/proc/kallsyms");
@@ -283,7 +804,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 				strerror(errno));
 	}
 	for (int i = 0; i < cfg->n_pids; i++) {
-		err = sampler__add_pid(pl->sampler, cfg->pids[i]);
+		err = pipeline__add_pid(pl, cfg->pids[i]);
 		if (err) {
 			pr_err("cannot filter pid %d: %s", cfg->pids[i], strerror(-err));
 			goto cleanup;
@@ -301,7 +822,15 @@ void pipeline__free(struct pipeline *pl)
 	if (!pl)
 		return;
 	sampler__free(pl->sampler);
+	while (pl->pend_head)
+		pending_unlink(pl, pl->pend_head);
+	memtrack__free(pl->mem);
+	for (size_t i = 0; i < pl->ndone; i++)
+		free(pl->done[i].name);
+	free(pl->done);
+	cuda__free(pl->cuda);
 	unwinder__free(pl->unwinder);
+	python__free(pl->py);
 	ksyms__free(pl->ksyms);
 	symcache__free(pl->syms);
 	proc_cache__free(pl->procs);
@@ -310,7 +839,13 @@ void pipeline__free(struct pipeline *pl)
 
 int pipeline__add_pid(struct pipeline *pl, pid_t pid)
 {
-	return sampler__add_pid(pl->sampler, pid);
+	struct proc *p;
+	int err = sampler__add_pid(pl->sampler, pid);
+
+	/* a running process may never be sampled (idle, blocked): look at it now */
+	if (!err && (p = proc_cache__get(pl->procs, pid)))
+		inspect_proc(pl, p);
+	return err;
 }
 
 static uint64_t thread_cpu_ns(void)
@@ -336,6 +871,8 @@ int pipeline__poll(struct pipeline *pl, int timeout_ms)
 
 void pipeline__gc(struct pipeline *pl)
 {
+	if (pl->cuda)
+		cuda__gc(pl->cuda);
 	proc_cache__gc(pl->procs);
 }
 
@@ -348,6 +885,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	sampler__stats(pl->sampler, out->bpf);
 	out->samples = pl->samples;
 	memcpy(out->unwind_ends, pl->unwind_ends, sizeof(out->unwind_ends));
+	unwinder__stats(pl->unwinder, &out->unwind);
 	out->frames_total = pl->frames_total;
 	out->frames_unsymbolized = pl->frames_unsym;
 	out->proc_events = pl->proc_events;
@@ -360,4 +898,13 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	out->procs_cached = ps.procs;
 	out->proc_evictions = ps.proc_evictions;
 	out->elf_files = ps.elf_files;
+	if (pl->py)
+		python__stats(pl->py, &out->python);
+	out->offcpu_pending = pl->pend_count;
+	out->offcpu_pending_bytes = pl->pend_bytes;
+	out->offcpu_unmatched = pl->offcpu_unmatched;
+	out->offcpu_dropped = pl->offcpu_dropped;
+	memtrack__stats(pl->mem, &out->mem);
+	if (pl->cuda)
+		cuda__stats(pl->cuda, &out->cuda);
 }

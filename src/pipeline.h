@@ -10,12 +10,29 @@
 
 #include <mlprof/sample.h>
 
+#include "cuda.h"
 #include "frame.h"
+#include "memtrack.h"
+#include "python.h"
+#include "unwind.h"
 
 struct pipeline;
 struct proc;
 
 #define PIPELINE_MAX_FRAMES 512
+
+/* Which files native source lines are read from (their DWARF, through libdw). */
+enum pipeline_lines {
+	PIPELINE_LINES_OFF = 0,
+	/*
+	 * Files with at most 1 MiB of .debug_* sections: opening a large debug file
+	 * decompresses it on the consumer thread (libc's: ~0.1 s, libpython's: ~0.4 s), long
+	 * enough for the ring buffer to fill in a burst and for a library's first CUDA calls to
+	 * pass before its probes are attached.
+	 */
+	PIPELINE_LINES_SMALL,
+	PIPELINE_LINES_ALL, /* every file (up to 1 GiB of .debug_*), at that cost */
+};
 
 struct pipeline_config {
 	unsigned int freq_hz;  /* sampling frequency (Hz per CPU) */
@@ -23,11 +40,22 @@ struct pipeline_config {
 	bool filter_pids;      /* only the pids given (and added later) */
 	const pid_t *pids;
 	int n_pids;
-	bool follow_children;  /* include processes forked by filtered ones */
-	bool kernel_frames;    /* include kernel frames in stacks */
-	size_t symcache_bytes; /* bound on symbol tables */
-	size_t max_procs;      /* bound on cached processes */
-	size_t ringbuf_bytes;  /* BPF ring buffer size */
+	bool follow_children;		  /* include processes forked by filtered ones */
+	bool kernel_frames;		  /* include kernel frames in stacks */
+	size_t symcache_bytes;		  /* bound on symbol tables */
+	size_t max_procs;		  /* bound on cached processes */
+	size_t ringbuf_bytes;		  /* BPF ring buffer size */
+	bool python;			  /* read Python frames of CPython 3.10+ processes */
+	enum pipeline_lines source_lines; /* native source file and line from DWARF (libdw) */
+	size_t python_cache_bytes;	  /* bound on decoded Python code objects (0 = 8 MiB) */
+	bool offcpu;		      /* also sample threads leaving the CPU (MLPROF_SK_OFFCPU) */
+	uint64_t offcpu_min_ns;	      /* shortest off-CPU interval reported (0: all) */
+	uint32_t offcpu_budget;	      /* off-CPU captures per CPU per 100 ms (0 = 50) */
+	bool cuda_on;		      /* attach CUDA/NCCL probes to the libraries processes map */
+	struct cuda_config cuda;      /* ... which families */
+	uint32_t cuda_budget;	      /* CUDA stack captures per CPU per 100 ms (0 = 50) */
+	bool memory;		      /* memory growth (MLPROF_SK_MEMORY) */
+	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack (0 = 512 KiB) */
 };
 
 /* What the sink learns about a sample besides its frames. */
@@ -35,10 +63,13 @@ struct sample_info {
 	pid_t pid, tid;
 	enum mlprof_sample_kind kind;
 	uint64_t time_ns;	 /* CLOCK_MONOTONIC */
-	int64_t value;		 /* weight in the kind's unit (1 per cpu sample) */
+	int64_t value;		 /* weight in the kind's unit (1 per cpu sample, ns off-CPU) */
+	uint64_t aux0, aux1;	 /* kind-specific (mlprof_sample.aux, see mlprof/sample.h) */
+	bool inuse;		 /* a snapshot of memory still in use (pipeline__snapshot) */
 	const char *thread_name; /* comm of the thread */
 	const char *proc_name;	 /* comm of the process (main thread), or thread_name */
 	struct proc *proc;	 /* cached process (maps, root), NULL if unknown */
+	uint64_t start_ns;	 /* the process's start (ns since boot), 0 if unknown */
 };
 
 /*
@@ -53,12 +84,20 @@ struct pipeline_stats {
 	uint64_t bpf[MLPROF_STAT__COUNT];
 	uint64_t samples;	 /* samples delivered to the sink */
 	uint64_t unwind_ends[6]; /* by enum unwind_end */
+	/* the unwinder's own counters (frame-pointer fallback) */
+	struct unwind_stats unwind;
 	uint64_t frames_unsymbolized;
 	uint64_t frames_total;
 	uint64_t proc_events;
 	uint64_t cpu_ns; /* user-space CPU time spent processing records */
 	uint64_t symcache_bytes, symcache_tables, symcache_evictions;
 	uint64_t procs_cached, proc_evictions, elf_files;
+	struct python_stats python;		       /* zero when Python frames are off */
+	uint64_t offcpu_pending, offcpu_pending_bytes; /* off-CPU samples waiting for their end */
+	uint64_t offcpu_unmatched; /* ends without their sample, samples without their end */
+	uint64_t offcpu_dropped;   /* waiting samples dropped by the bound */
+	struct memtrack_stats mem; /* in-use views (device allocations, memory growth) */
+	struct cuda_stats cuda;
 };
 
 /* Builds and starts the pipeline (loads BPF). NULL with errno on failure (logged). */
@@ -67,8 +106,31 @@ void pipeline__free(struct pipeline *pl);
 int pipeline__add_pid(struct pipeline *pl, pid_t pid);
 /* Processes records for up to timeout_ms. Returns records handled or -errno. */
 int pipeline__poll(struct pipeline *pl, int timeout_ms);
+/*
+ * Emits the in-use views (device allocations, sampled memory growth): one sample per stack
+ * still holding memory (sample_info.inuse, value = bytes) with time time_ns (0: the time of
+ * the stack's sample). The view at the end of a window or a recording. 0 or the sink's
+ * error.
+ */
+int pipeline__snapshot(struct pipeline *pl, uint64_t time_ns);
+/*
+ * Exact CUDA/NCCL call counts kept by BPF (and those of processes that exited, named when
+ * they did): cb(ctx, pid, kind, what, name, count) per entry; name is the launched
+ * kernel's (launches) or NULL; for MLPROF_SK_CUDA_ALLOC, what is 0 for allocations and 1
+ * for frees. Returns 0 or -ENOTSUP (probes off).
+ */
+typedef void (*pipeline_count_cb)(void *ctx, pid_t pid, enum mlprof_sample_kind kind, uint64_t what,
+				  const char *name, uint64_t count);
+int pipeline__cuda_counts(struct pipeline *pl, pipeline_count_cb cb, void *ctx);
+/* Bytes of memory growth (kind MLPROF_SK_MEMORY) or device memory in use by process pid. */
+int64_t pipeline__inuse(struct pipeline *pl, enum mlprof_sample_kind kind, pid_t pid);
 /* Releases dead processes and unused files; call at window boundaries. */
 void pipeline__gc(struct pipeline *pl);
 void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out);
+/*
+ * The most memory a pipeline made with cfg holds by its bounds: ring buffer, symbol,
+ * Python code, source line and process caches, off-CPU pending stacks, memory tracking.
+ */
+uint64_t pipeline__bound_bytes(const struct pipeline_config *cfg);
 
 #endif

@@ -5,8 +5,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
+#include "gzip.h"
+#include "hash.h"
 #include "profile.pb-c.h"
 
 #define LOG_MODULE "pprof"
@@ -26,17 +27,6 @@ struct strtab {
 	int err;
 };
 
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static int strtab_grow(struct strtab *t)
 {
 	size_t ncap = t->cap ? t->cap * 2 : 256;
@@ -51,7 +41,7 @@ static int strtab_grow(struct strtab *t)
 	if (!nslots)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n; i++) {
-		size_t j = str_hash(t->strs[i]) & (ncap * 2 - 1);
+		size_t j = hash__str(t->strs[i]) & (ncap * 2 - 1);
 
 		while (nslots[j])
 			j = (j + 1) & (ncap * 2 - 1);
@@ -74,7 +64,7 @@ static int64_t strtab_id(struct strtab *t, const char *s)
 		return 0;
 	if (t->n + 1 > t->cap && (t->err = strtab_grow(t)))
 		return 0;
-	for (j = str_hash(s) & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
+	for (j = hash__str(s) & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
 		if (strcmp(t->strs[t->slots[j] - 1], s) == 0)
 			return t->slots[j] - 1;
 	}
@@ -250,6 +240,7 @@ static int build(const struct profile *p, struct enc *e, Perftools__Profiles__Pr
 		f->name = strtab_id(&e->st, v.name);
 		f->system_name = f->name;
 		f->filename = strtab_id(&e->st, v.filename);
+		f->start_line = v.start_line;
 		fn_has_file[i] = v.filename && v.filename[0];
 		e->funcp[i] = f;
 	}
@@ -307,46 +298,6 @@ cleanup:
 	return err;
 }
 
-static int gzip_buf(const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len)
-{
-	z_stream zs = {0};
-	uint8_t *buf = NULL;
-	size_t cap;
-	int err, zerr;
-
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-	    Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&zs, in_len) + 32;
-	buf = malloc(cap);
-	if (!buf) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)in_len;
-	zs.next_out = buf;
-	zs.avail_out = (uInt)cap;
-	if (in_len > UINT32_MAX || cap > UINT32_MAX) {
-		err = -EFBIG;
-		goto cleanup;
-	}
-	zerr = deflate(&zs, Z_FINISH);
-	if (zerr != Z_STREAM_END) {
-		pr_warn("gzip failed: %s", zs.msg ? zs.msg : "deflate error");
-		err = -EIO;
-		goto cleanup;
-	}
-	*out = buf;
-	*out_len = zs.total_out;
-	buf = NULL;
-	err = 0;
-cleanup:
-	deflateEnd(&zs);
-	free(buf);
-	return err;
-}
-
 int pprof__encode(const struct profile *p, bool gzip, uint8_t **out, size_t *len)
 {
 	Perftools__Profiles__Profile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -371,7 +322,9 @@ int pprof__encode(const struct profile *p, bool gzip, uint8_t **out, size_t *len
 		goto cleanup;
 	}
 	if (gzip) {
-		err = gzip_buf(raw, raw_len, out, len);
+		err = gzip__compress(raw, raw_len, out, len);
+		if (err)
+			pr_warn("cannot gzip the profile: %s", strerror(-err));
 		goto cleanup;
 	}
 	*out = raw;

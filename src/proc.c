@@ -8,14 +8,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "elf.h"
+#include "lru.h"
 
 /* Longest /proc/PID/maps line we parse; longer lines are skipped (paths are <= PATH_MAX). */
 #define MAPS_LINE_MAX 4352
@@ -52,7 +59,7 @@ struct map_set {
 struct proc_entry {
 	struct proc p; /* public part, first */
 	struct proc_entry *hnext;
-	struct proc_entry *lru_prev, *lru_next; /* most recent at head */
+	struct lru_node lru;
 	struct map_set *cur;
 	struct map_set *retired;
 	size_t n_retired;
@@ -70,7 +77,7 @@ struct proc_cache {
 	struct proc_entry **buckets;
 	size_t nbuckets;
 	size_t nprocs;
-	struct proc_entry *lru_head, *lru_tail;
+	struct lru_list lru; /* cached processes, most recently used at head */
 	struct proc_entry *graveyard;
 	size_t ngrave;
 	struct elf_entry **elfs;
@@ -353,19 +360,26 @@ static int read_maps(struct proc_cache *pc, pid_t pid, struct map_set **out)
 	}
 	if (err)
 		goto cleanup;
+	/*
+	 * Nothing executable: a zombie, or a process past exit_mm whose exit event is still in
+	 * the ring buffer. Installing that empty set would leave its last samples with no maps
+	 * at all; it is gone instead, and callers keep the maps they had.
+	 */
+	if (!b.n) {
+		err = -ESRCH;
+		goto cleanup;
+	}
 
 	ms = calloc(1, sizeof(*ms));
 	if (!ms) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if (b.n) {
-		ms->elfs = calloc(b.n, sizeof(*ms->elfs));
-		ms->state = calloc(b.n, sizeof(*ms->state));
-		if (!ms->elfs || !ms->state) {
-			err = -ENOMEM;
-			goto cleanup;
-		}
+	ms->elfs = calloc(b.n, sizeof(*ms->elfs));
+	ms->state = calloc(b.n, sizeof(*ms->state));
+	if (!ms->elfs || !ms->state) {
+		err = -ENOMEM;
+		goto cleanup;
 	}
 	for (size_t i = 0; i < b.n; i++)
 		b.maps[i].path = b.strs + (uintptr_t)b.maps[i].path;
@@ -447,30 +461,6 @@ static void install_maps(struct proc_cache *pc, struct proc_entry *e, struct map
 
 /* ---- process entries ---- */
 
-static void lru_unlink(struct proc_cache *pc, struct proc_entry *e)
-{
-	if (e->lru_prev)
-		e->lru_prev->lru_next = e->lru_next;
-	else
-		pc->lru_head = e->lru_next;
-	if (e->lru_next)
-		e->lru_next->lru_prev = e->lru_prev;
-	else
-		pc->lru_tail = e->lru_prev;
-	e->lru_prev = e->lru_next = NULL;
-}
-
-static void lru_push_head(struct proc_cache *pc, struct proc_entry *e)
-{
-	e->lru_prev = NULL;
-	e->lru_next = pc->lru_head;
-	if (pc->lru_head)
-		pc->lru_head->lru_prev = e;
-	pc->lru_head = e;
-	if (!pc->lru_tail)
-		pc->lru_tail = e;
-}
-
 static void hash_unlink(struct proc_cache *pc, struct proc_entry *e)
 {
 	struct proc_entry **pp = &pc->buckets[bucket_of(pc, e->p.pid)];
@@ -499,7 +489,7 @@ static void proc_entry_free(struct proc_cache *pc, struct proc_entry *e)
 static void proc_entry_bury(struct proc_cache *pc, struct proc_entry *e)
 {
 	hash_unlink(pc, e);
-	lru_unlink(pc, e);
+	lru__unlink(&pc->lru, &e->lru);
 	pc->nprocs--;
 	e->gnext = pc->graveyard;
 	pc->graveyard = e;
@@ -563,8 +553,8 @@ void proc_cache__free(struct proc_cache *pc)
 
 	if (!pc)
 		return;
-	for (e = pc->lru_head; e; e = next) {
-		next = e->lru_next;
+	for (e = lru_entry(pc->lru.head, struct proc_entry, lru); e; e = next) {
+		next = lru_entry(e->lru.next, struct proc_entry, lru);
 		proc_entry_free(pc, e);
 	}
 	for (e = pc->graveyard; e; e = next) {
@@ -585,10 +575,7 @@ struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid)
 	int err;
 
 	if (e) {
-		if (e->lru_prev) {
-			lru_unlink(pc, e);
-			lru_push_head(pc, e);
-		}
+		lru__touch(&pc->lru, &e->lru);
 		if (!e->maps_valid && !e->p.dead) {
 			read_comm(pc, &e->p);
 			if (read_maps(pc, pid, &ms) == 0)
@@ -602,13 +589,6 @@ struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid)
 		errno = err == -ENOENT ? ESRCH : -err;
 		return NULL;
 	}
-	if (ms->n == 0) {
-		/* a zombie (or a process past exit_mm) reads as an empty maps file: it is gone,
-		 * and caching it would keep an entry nobody ever marks dead */
-		map_set_free(pc, ms);
-		errno = ESRCH;
-		return NULL;
-	}
 	e = calloc(1, sizeof(*e));
 	if (!e) {
 		map_set_free(pc, ms);
@@ -620,13 +600,13 @@ struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid)
 	read_comm(pc, &e->p);
 	install_maps(pc, e, ms);
 
-	if (pc->nprocs >= pc->cfg.max_procs && pc->lru_tail) {
-		proc_entry_bury(pc, pc->lru_tail);
+	if (pc->nprocs >= pc->cfg.max_procs && pc->lru.tail) {
+		proc_entry_bury(pc, lru_entry(pc->lru.tail, struct proc_entry, lru));
 		pc->stats.proc_evictions++;
 	}
 	e->hnext = pc->buckets[bucket_of(pc, pid)];
 	pc->buckets[bucket_of(pc, pid)] = e;
-	lru_push_head(pc, e);
+	lru__push_head(&pc->lru, &e->lru);
 	pc->nprocs++;
 	pc->stats.procs = pc->nprocs;
 	return &e->p;
@@ -683,19 +663,98 @@ miss:
 	return NULL;
 }
 
-static void strip_deleted(char *path)
+static bool is_deleted(const char *path)
 {
 	static const char suffix[] = " (deleted)";
 	size_t n = strlen(path), s = sizeof(suffix) - 1;
 
-	if (n > s && strcmp(path + n - s, suffix) == 0)
-		path[n - s] = '\0';
+	return n > s && strcmp(path + n - s, suffix) == 0;
 }
 
+/*
+ * True when the file open on fd is the one map m maps. The maps line gives the device and
+ * inode of the file the kernel mapped. On overlayfs (container images) that is the file in
+ * the layer below, while fstat through the overlay reports the overlay's device and the
+ * layer's inode number (with xino, layer bits on top); btrfs reports a per-subvolume
+ * device: there the inode number alone must match.
+ */
+static bool same_file(int fd, const struct stat *st, const struct proc_map *m)
+{
+	const uint64_t low48 = (1ull << 48) - 1;
+	struct statfs sfs;
+
+	if (st->st_dev == makedev(m->dev_major, m->dev_minor) && st->st_ino == m->inode)
+		return true;
+	if (fstatfs(fd, &sfs))
+		return false;
+	if ((unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC)
+		return ((uint64_t)st->st_ino & low48) == (m->inode & low48);
+	if ((unsigned long)sfs.f_type == BTRFS_SUPER_MAGIC)
+		return st->st_ino == m->inode;
+	return false;
+}
+
+/*
+ * Opens m's path inside the process's root: openat2(RESOLVE_IN_ROOT) keeps symlinks and
+ * ".." inside that root (magic links refused), O_NONBLOCK keeps a FIFO or a device from
+ * blocking, and only a regular file that is the mapped one (same_file) is accepted.
+ */
+static struct elf_file *open_in_root(struct proc_cache *pc, struct proc_entry *e,
+				     const struct proc_map *m)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	struct elf_file *ef = NULL;
+	char path[4608];
+	int rootfd, fd = -1;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%d/root", pc->proc_root, (int)e->p.pid);
+	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		pr_debug("cannot open %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	fd = (int)syscall(SYS_openat2, rootfd, m->path, &how, sizeof(how));
+	if ((size_t)snprintf(path, sizeof(path), "%s/%d/root%s", pc->proc_root, (int)e->p.pid,
+			     m->path) >= sizeof(path))
+		path[sizeof(path) - 1] = '\0';
+	if (fd < 0) {
+		pr_debug("cannot open %s: %s", path, strerror(errno));
+		goto cleanup;
+	}
+	if (fstat(fd, &st)) {
+		pr_debug("cannot stat %s: %s", path, strerror(errno));
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode) || !same_file(fd, &st, m)) {
+		pc->stats.files_rejected++;
+		pr_debug("%s: not the file %d maps (%s)", path, (int)e->p.pid,
+			 S_ISREG(st.st_mode) ? "other device/inode" : "not a regular file");
+		goto cleanup;
+	}
+	ef = elf_file__open_fd(fd, path);
+	if (!ef)
+		pr_debug("cannot open %s: %s", path, strerror(errno));
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	close(rootfd);
+	return ef;
+}
+
+/*
+ * Opens the file behind m. /proc/PID/map_files/START-END is the mapped file itself (it
+ * needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE); without it the path is opened inside
+ * the process's root, except for a "(deleted)" mapping: whatever sits at that path now is
+ * another file, so the mapping is skipped.
+ */
 static struct elf_file *open_map_file(struct proc_cache *pc, struct proc_entry *e,
 				      const struct proc_map *m)
 {
-	char path[4608];
+	char path[320];
 	struct elf_file *ef;
 
 	snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, pc->proc_root,
@@ -705,14 +764,13 @@ static struct elf_file *open_map_file(struct proc_cache *pc, struct proc_entry *
 		return ef;
 	if (m->path[0] != '/')
 		return NULL;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%d/root%s", pc->proc_root, (int)e->p.pid,
-			     m->path) >= sizeof(path))
+	if (is_deleted(m->path)) {
+		pc->stats.deleted_skipped++;
+		pr_debug("%s of %d: deleted and map_files unreadable (%s): skipped", m->path,
+			 (int)e->p.pid, strerror(errno));
 		return NULL;
-	strip_deleted(path);
-	ef = elf_file__open(path);
-	if (!ef)
-		pr_debug("cannot open %s: %s", path, strerror(errno));
-	return ef;
+	}
+	return open_in_root(pc, e, m);
 }
 
 static struct elf_file *load_vdso(struct proc_cache *pc, struct proc_entry *e,
@@ -837,7 +895,7 @@ int proc_map__to_vaddr(const struct proc_map *m, struct elf_file *ef, uint64_t a
 {
 	if (!m || !ef || addr < m->start || addr >= m->end)
 		return -EINVAL;
-	return elf_file__offset_to_vaddr(ef, addr - m->start + m->offset, vaddr);
+	return elf_file__offset_to_vaddr(ef, m->offset, addr - m->start + m->offset, vaddr);
 }
 
 void proc_cache__on_exec(struct proc_cache *pc, pid_t pid)
@@ -853,6 +911,21 @@ void proc_cache__on_exec(struct proc_cache *pc, pid_t pid)
 		e->vdso = NULL;
 	}
 	e->vdso_tried = false;
+}
+
+/* See proc.h. */
+void proc_cache__refresh(struct proc_cache *pc, pid_t pid)
+{
+	struct proc_entry *e = lookup(pc, pid);
+	struct map_set *ms = NULL;
+
+	if (!e || e->p.dead || e->n_retired >= RETIRED_MAX)
+		return;
+	/* after an exec the name changed too (a launcher such as env or numactl) */
+	read_comm(pc, &e->p);
+	if (read_maps(pc, pid, &ms))
+		return;
+	install_maps(pc, e, ms);
 }
 
 void proc_cache__on_exit(struct proc_cache *pc, pid_t pid)
@@ -874,11 +947,11 @@ void proc_cache__gc(struct proc_cache *pc)
 	}
 	pc->graveyard = NULL;
 	pc->ngrave = 0;
-	for (e = pc->lru_head; e; e = next) {
-		next = e->lru_next;
+	for (e = lru_entry(pc->lru.head, struct proc_entry, lru); e; e = next) {
+		next = lru_entry(e->lru.next, struct proc_entry, lru);
 		if (e->p.dead) {
 			hash_unlink(pc, e);
-			lru_unlink(pc, e);
+			lru__unlink(&pc->lru, &e->lru);
 			pc->nprocs--;
 			proc_entry_free(pc, e);
 			continue;

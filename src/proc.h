@@ -42,6 +42,8 @@ struct proc_cache_config {
 
 struct proc_cache_stats {
 	uint64_t procs, elf_files, maps_reads, proc_evictions, elf_evictions, lookups_failed;
+	uint64_t files_rejected;  /* a path in a process's root was not the mapped regular file */
+	uint64_t deleted_skipped; /* "(deleted)" mappings left unopened (map_files unreadable) */
 };
 
 struct proc_cache *proc_cache__new(const struct proc_cache_config *cfg);
@@ -61,9 +63,11 @@ struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid);
 const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *p, uint64_t addr);
 
 /*
- * Returns the ELF file behind a map (opened lazily through /proc/PID/map_files or
- * /proc/PID/root, shared by dev+inode across processes), or NULL when the mapping is
- * not an ELF file. The reference is borrowed: valid until proc_cache__gc().
+ * Returns the ELF file behind a map (opened lazily through /proc/PID/map_files, else
+ * inside /proc/PID/root without leaving it and only when the file found there is the
+ * mapped one; shared by dev+inode across processes), or NULL when the mapping is not an
+ * ELF file or cannot be opened safely. The reference is borrowed: valid until
+ * proc_cache__gc().
  */
 struct elf_file *proc_cache__map_elf(struct proc_cache *pc, struct proc *p,
 				     const struct proc_map *m);
@@ -72,6 +76,11 @@ struct elf_file *proc_cache__map_elf(struct proc_cache *pc, struct proc *p,
 int proc_map__to_vaddr(const struct proc_map *m, struct elf_file *ef, uint64_t addr,
 		       uint64_t *vaddr);
 
+/*
+ * Reads the maps of a cached, live process again now (a library was just mapped). No-op
+ * for processes not cached yet: proc_cache__get() reads them.
+ */
+void proc_cache__refresh(struct proc_cache *pc, pid_t pid);
 /* Lifecycle notifications from the sampler's events. */
 void proc_cache__on_exec(struct proc_cache *pc, pid_t pid);
 void proc_cache__on_exit(struct proc_cache *pc, pid_t pid);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+
 #define LOG_MODULE "profile"
 #include "log.h"
 
@@ -51,8 +53,9 @@ struct mapping {
 };
 
 struct function {
-	const char *name; /* interned */
-	const char *file; /* interned, "" when unknown */
+	const char *name;    /* interned */
+	const char *file;    /* interned, "" when unknown */
+	uint32_t start_line; /* first line of the function, 0 when unknown */
 };
 
 struct location {
@@ -113,17 +116,6 @@ static uint64_t mix64(uint64_t h, uint64_t v)
 	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
 	h *= 0xff51afd7ed558ccdULL;
 	return h ^ (h >> 33);
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
 }
 
 static uint32_t fold32(uint64_t h)
@@ -270,7 +262,7 @@ static const char *intern(struct profile *p, const char *s, bool insert)
 
 	if (!s)
 		s = "";
-	h = fold32(hash_str(s));
+	h = fold32(hash__str(s));
 	idx = htab_find(&p->str_idx, p, h, str_eq, s);
 	if (idx)
 		return p->strs[idx - 1];
@@ -342,15 +334,16 @@ static bool func_eq(const struct profile *p, uint32_t idx, const void *key)
 {
 	const struct function *a = &p->funcs[idx - 1], *b = key;
 
-	return a->name == b->name && a->file == b->file;
+	return a->name == b->name && a->file == b->file && a->start_line == b->start_line;
 }
 
-static uint32_t func_get(struct profile *p, const char *name, const char *file, bool insert,
-			 int *err)
+static uint32_t func_get(struct profile *p, const char *name, const char *file, uint32_t start_line,
+			 bool insert, int *err)
 {
 	struct function f;
 	uint32_t h, id;
 
+	f.start_line = start_line;
 	f.name = intern(p, name, insert);
 	f.file = intern(p, file, insert);
 	if (!f.name || !f.file) {
@@ -358,7 +351,7 @@ static uint32_t func_get(struct profile *p, const char *name, const char *file, 
 			*err = -ENOMEM;
 		return 0;
 	}
-	h = fold32(mix64(mix64(2, (uintptr_t)f.name), (uintptr_t)f.file));
+	h = fold32(mix64(mix64(mix64(2, (uintptr_t)f.name), (uintptr_t)f.file), start_line));
 	id = htab_find(&p->func_idx, p, h, func_eq, &f);
 	if (id || !insert)
 		return id;
@@ -444,18 +437,31 @@ static uint32_t loc_get(struct profile *p, const struct frame *f, bool insert, i
 	} else {
 		if (!fname)
 			fname = "[unknown]";
-		k.function_id = func_get(p, fname, f->file, insert, err);
+		k.function_id = func_get(p, fname, f->file, f->start_line, insert, err);
 		if (!k.function_id)
 			return 0;
 		k.line = f->line;
 	}
 	h = loc_hash(&k);
 	id = htab_find(&p->loc_idx, p, h, loc_eq, &k);
+	if (id && by_addr && fname && !p->locs[id - 1].function_id) {
+		/* named now (a debug file arrived later, e.g. from debuginfod): the lookup pass
+		 * reports it unknown so that the inserting pass names it */
+		if (!insert)
+			return 0;
+		fid = func_get(p, fname, f->file, f->start_line, true, err);
+		if (!fid)
+			return 0;
+		p->locs[id - 1].function_id = fid;
+		p->locs[id - 1].line = f->line;
+		if (mid)
+			p->maps[mid - 1].n_named++;
+	}
 	if (id || !insert)
 		return id;
 
 	if (by_addr && fname) {
-		fid = func_get(p, fname, f->file, true, err);
+		fid = func_get(p, fname, f->file, f->start_line, true, err);
 		if (!fid)
 			return 0;
 	} else if (!by_addr) {
@@ -882,6 +888,7 @@ void profile__function(const struct profile *p, size_t idx, struct profile_funct
 		.id = idx + 1,
 		.name = f->name,
 		.filename = f->file,
+		.start_line = f->start_line,
 	};
 }
 

@@ -82,6 +82,7 @@ struct profile_function_view {
 	uint64_t id;
 	const char *name;
 	const char *filename; /* may be "" */
+	int64_t start_line;   /* 0 when unknown */
 };
 struct profile_mapping_view {
 	uint64_t id;

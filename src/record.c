@@ -3,12 +3,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -16,8 +16,10 @@
 
 #include "commands.h"
 #include "output.h"
+#include "event_kind.h"
 #include "pipeline.h"
 #include "profile.h"
+#include "record_summary.h"
 #include "unwind.h"
 
 #define LOG_MODULE "record"
@@ -44,14 +46,22 @@ struct record_opts {
 	char **cmd;
 	uint32_t ustack_bytes;
 	bool kernel_frames;
+	bool python;			  /* read Python frames (default on) */
+	enum pipeline_lines source_lines; /* native source lines from DWARF */
+	bool offcpu;			  /* also profile off-CPU time */
+	unsigned long offcpu_min_us;
+	unsigned long offcpu_rate; /* off-CPU stack captures per CPU per second */
+	struct cuda_config cuda;   /* CUDA/NCCL probe families (default: all) */
+	unsigned long cuda_rate;   /* CUDA stack captures per CPU per second */
+	bool memory;		   /* memory-growth profile (default on) */
+	unsigned long memory_sample_kib;
 	bool quiet;
 	const char *title;
 };
 
 struct record_state {
 	struct record_opts *o;
-	struct profile *prof;
-	int64_t period_ns;
+	struct profile *prof[MLPROF_SK__COUNT]; /* one profile per enabled event kind */
 	uint64_t sink_errors;
 };
 
@@ -78,7 +88,8 @@ static void usage(FILE *f)
 		"  -a, --all                profile every process on the host\n"
 		"  -- COMMAND [ARGS...]     launch COMMAND and profile it and every process it "
 		"forks;\n"
-		"                           mlprof exits with the command's exit status\n"
+		"                           mlprof exits with the command's exit status (127:\n"
+		"                           not found, 126: cannot run; nothing is written)\n"
 		"\n"
 		"Options:\n"
 		"  -F, --freq HZ            sampling frequency per CPU (default 99, 1..10000)\n"
@@ -96,6 +107,38 @@ static void usage(FILE *f)
 		"      --stack-size BYTES   user stack bytes copied per sample (default %u, max "
 		"%u)\n"
 		"      --no-kernel          leave kernel frames out of the stacks\n"
+		"      --off-cpu            also profile off-CPU time: where threads block (I/O,\n"
+		"                           locks, queues, sleeps, GPU waits) or wait for a CPU,\n"
+		"                           weighted by the time off the CPU; written to\n"
+		"                           NAME.offcpu.EXT next to each output\n"
+		"      --off-cpu-min-us US  shortest off-CPU interval counted (default 10)\n"
+		"      --cuda LIST          CUDA/NCCL profiles, from uprobes on the CUDA runtime,\n"
+		"                           driver and NCCL libraries the targets map (no\n"
+		"                           injection): comma list of launches (kernel and graph\n"
+		"                           launches by call site, the kernel as leaf), sync (CPU\n"
+		"                           blocked in synchronize calls), memcpy (host<->device\n"
+		"                           bytes), memory (GPU memory allocated and in use by\n"
+		"                           site), nccl (collectives: calls, bytes); 'all'\n"
+		"                           (default) or 'none'. Each is written to\n"
+		"                           NAME.KIND.EXT when the targets used it\n"
+		"      --no-memory          no memory-growth profile (by default anonymous memory\n"
+		"                           brought in by page faults is sampled by bytes and\n"
+		"                           attributed to the stack that touched it first, with\n"
+		"                           what is still in use at the end: NAME.memory.EXT)\n"
+		"      --memory-sample KIB  mean KiB of faulted-in memory per captured stack\n"
+		"                           (default 512)\n"
+		"      --cuda-rate N        CUDA/NCCL stack captures per CPU per second (default\n"
+		"                           500); above it calls are sampled and weighted (counts\n"
+		"                           stay exact); allocations are always captured\n"
+		"      --off-cpu-rate N     off-CPU stack captures per CPU per second (default\n"
+		"                           500); above it switch-outs are sampled and weighted\n"
+		"      --no-python          native frames only for Python processes (by default\n"
+		"                           CPython 3.10-3.14 frames are read at sample time and\n"
+		"                           shown in place of the interpreter's eval loop)\n"
+		"      --source-lines       file:line for native frames from every file's DWARF,\n"
+		"                           large debug files included (default: only files with\n"
+		"                           at most 1 MiB of DWARF, which open without stalling)\n"
+		"      --no-source-lines    no file:line for native frames\n"
 		"      --title TEXT         flame graph title\n"
 		"  -q, --quiet              no summary on stderr\n"
 		"      --log-level LEVEL    error|warn|info|debug (default warn)\n"
@@ -150,9 +193,50 @@ static int parse_pids(struct record_opts *o, const char *arg)
 	return o->n_pids ? 0 : -EINVAL;
 }
 
+/* Whether record collects a kind with these options. */
+static bool kind_enabled(const struct record_opts *o, enum mlprof_sample_kind k)
+{
+	switch (k) {
+	case MLPROF_SK_CPU:
+		return true;
+	case MLPROF_SK_OFFCPU:
+		return o->offcpu;
+	case MLPROF_SK_CUDA_LAUNCH:
+	case MLPROF_SK_CUDA_GRAPH:
+		return o->cuda.launches;
+	case MLPROF_SK_CUDA_SYNC:
+		return o->cuda.sync;
+	case MLPROF_SK_CUDA_MEMCPY:
+		return o->cuda.memcpy;
+	case MLPROF_SK_CUDA_ALLOC:
+		return o->cuda.memory;
+	case MLPROF_SK_NCCL:
+		return o->cuda.nccl;
+	case MLPROF_SK_MEMORY:
+		return o->memory;
+	default:
+		return false;
+	}
+}
+
 static int parse_args(int argc, char **argv, struct record_opts *o)
 {
-	enum { OPT_STACK = 256, OPT_NO_KERNEL, OPT_TITLE, OPT_LOG };
+	enum {
+		OPT_STACK = 256,
+		OPT_NO_KERNEL,
+		OPT_NO_PYTHON,
+		OPT_NO_SOURCE_LINES,
+		OPT_SOURCE_LINES,
+		OPT_OFFCPU,
+		OPT_OFFCPU_MIN,
+		OPT_OFFCPU_RATE,
+		OPT_CUDA,
+		OPT_CUDA_RATE,
+		OPT_NO_MEMORY,
+		OPT_MEMORY_SAMPLE,
+		OPT_TITLE,
+		OPT_LOG
+	};
 	static const struct option longopts[] = {
 		{"pid", required_argument, NULL, 'p'},
 		{"all", no_argument, NULL, 'a'},
@@ -162,6 +246,16 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{"format", required_argument, NULL, 'f'},
 		{"stack-size", required_argument, NULL, OPT_STACK},
 		{"no-kernel", no_argument, NULL, OPT_NO_KERNEL},
+		{"no-python", no_argument, NULL, OPT_NO_PYTHON},
+		{"no-source-lines", no_argument, NULL, OPT_NO_SOURCE_LINES},
+		{"source-lines", no_argument, NULL, OPT_SOURCE_LINES},
+		{"off-cpu", no_argument, NULL, OPT_OFFCPU},
+		{"off-cpu-min-us", required_argument, NULL, OPT_OFFCPU_MIN},
+		{"off-cpu-rate", required_argument, NULL, OPT_OFFCPU_RATE},
+		{"cuda", required_argument, NULL, OPT_CUDA},
+		{"cuda-rate", required_argument, NULL, OPT_CUDA_RATE},
+		{"no-memory", no_argument, NULL, OPT_NO_MEMORY},
+		{"memory-sample", required_argument, NULL, OPT_MEMORY_SAMPLE},
 		{"title", required_argument, NULL, OPT_TITLE},
 		{"quiet", no_argument, NULL, 'q'},
 		{"log-level", required_argument, NULL, OPT_LOG},
@@ -176,6 +270,14 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	o->freq_hz = 99;
 	o->ustack_bytes = MLPROF_DEFAULT_USTACK;
 	o->kernel_frames = true;
+	o->python = true;
+	o->source_lines = PIPELINE_LINES_SMALL;
+	o->offcpu_min_us = 10;
+	o->offcpu_rate = 500;
+	o->cuda = (struct cuda_config){true, true, true, true, true};
+	o->cuda_rate = 500;
+	o->memory = true;
+	o->memory_sample_kib = 512;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:aF:d:o:f:qh", longopts, NULL)) != -1) {
@@ -217,6 +319,48 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		case OPT_NO_KERNEL:
 			o->kernel_frames = false;
 			break;
+		case OPT_NO_PYTHON:
+			o->python = false;
+			break;
+		case OPT_NO_SOURCE_LINES:
+			o->source_lines = PIPELINE_LINES_OFF;
+			break;
+		case OPT_SOURCE_LINES:
+			o->source_lines = PIPELINE_LINES_ALL;
+			break;
+		case OPT_OFFCPU:
+			o->offcpu = true;
+			break;
+		case OPT_OFFCPU_MIN:
+			if (parse_uint(optarg, 0, 60000000, &o->offcpu_min_us))
+				usage_error("invalid --off-cpu-min-us '%s' (0..60000000)", optarg);
+			break;
+		case OPT_CUDA:
+			if (cuda__parse_families(optarg, &o->cuda))
+				usage_error("invalid --cuda '%s' (all, none, or a comma list of "
+					    "launches,sync,memcpy,memory,nccl)",
+					    optarg);
+			break;
+		case OPT_NO_MEMORY:
+			o->memory = false;
+			break;
+		case OPT_MEMORY_SAMPLE:
+			if (parse_uint(optarg, 4, 1048576, &o->memory_sample_kib))
+				usage_error("invalid --memory-sample '%s' (4..1048576 KiB)",
+					    optarg);
+			break;
+		case OPT_CUDA_RATE:
+			if (parse_uint(optarg, 10, 10000000, &o->cuda_rate))
+				usage_error("invalid --cuda-rate '%s' (10..10000000 per CPU per "
+					    "second)",
+					    optarg);
+			break;
+		case OPT_OFFCPU_RATE:
+			if (parse_uint(optarg, 10, 100000, &o->offcpu_rate))
+				usage_error("invalid --off-cpu-rate '%s' (10..100000 per CPU per "
+					    "second)",
+					    optarg);
+			break;
 		case OPT_TITLE:
 			o->title = optarg;
 			break;
@@ -255,8 +399,7 @@ static int prepare_outputs(struct record_opts *o)
 	}
 	for (int i = 0; i < o->n_outputs; i++) {
 		struct record_output *out = &o->outputs[i];
-		char dir[PATH_MAX];
-		struct stat st;
+		int err;
 
 		if (output__format_from_path(out->path, &out->fmt) != 0) {
 			if (!o->format_set)
@@ -267,20 +410,61 @@ static int prepare_outputs(struct record_opts *o)
 		} else if (o->format_set) {
 			out->fmt = o->format;
 		}
-		if (snprintf(dir, sizeof(dir), "%s", out->path) >= (int)sizeof(dir))
+		if (strlen(out->path) >= PATH_MAX - 16)
 			usage_error("output path too long");
-		if (stat(out->path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* found out now, not after a long recording */
+		err = output__check_writable(out->path);
+		if (err == -EISDIR) {
 			fprintf(stderr, "mlprof: record: output '%s' is a directory\n", out->path);
-			return -EISDIR;
+			return err;
 		}
-		const char *d = dirname(dir);
-		if (access(d, W_OK) != 0) {
+		if (err) {
 			fprintf(stderr, "mlprof: record: cannot write output '%s': %s\n", out->path,
-				strerror(errno));
-			return -errno;
+				strerror(-err));
+			return err;
 		}
 	}
 	return 0;
+}
+
+/*
+ * Finds COMMAND as execvp() would (a path, or a search of $PATH), so that a command that
+ * cannot run fails before anything is recorded or written. 0 or -errno (ENOENT, EACCES).
+ */
+static int check_command(const char *cmd)
+{
+	const char *path = getenv("PATH"), *p;
+	char full[PATH_MAX];
+	struct stat st;
+	int err = -ENOENT;
+
+	if (!*cmd)
+		return -ENOENT;
+	if (strchr(cmd, '/')) {
+		if (stat(cmd, &st) != 0)
+			return -errno;
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		return access(cmd, X_OK) == 0 ? 0 : -errno;
+	}
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		int n = end == p ? snprintf(full, sizeof(full), "%s", cmd)
+				 : snprintf(full, sizeof(full), "%.*s/%s", (int)(end - p), p, cmd);
+
+		if (n > 0 && (size_t)n < sizeof(full) && stat(full, &st) == 0 &&
+		    !S_ISDIR(st.st_mode)) {
+			if (access(full, X_OK) == 0)
+				return 0;
+			err = -EACCES; /* execvp reports EACCES when only such files exist */
+		}
+		if (!*end)
+			break;
+		p = end;
+	}
+	return err;
 }
 
 static int check_targets(struct record_opts *o)
@@ -298,16 +482,23 @@ static int record_sink(void *ctx, const struct sample_info *info, const struct f
 		       int n_frames)
 {
 	struct record_state *st = ctx;
-	struct profile_label labels[4] = {
+	const struct event_kind *ek = event_kind__get(info->kind);
+	struct profile *prof = ek ? st->prof[info->kind] : NULL;
+	struct profile_label labels[4 + EVENT_KIND_MAX_LABELS] = {
 		{.key = "pid", .num = info->pid},
 		{.key = "tid", .num = info->tid},
 		{.key = "thread_name", .str = info->thread_name},
 		{.key = "process_name", .str = info->proc_name},
 	};
-	int64_t values[2] = {info->value, info->value * st->period_ns};
-	int err;
+	int64_t values[PROFILE_MAX_SAMPLE_TYPES];
+	int n_labels = 4, err;
 
-	err = profile__add(st->prof, frames, n_frames, values, labels, 4);
+	if (!prof) {
+		st->sink_errors++;
+		return 0;
+	}
+	event_kind__sample(ek, info, profile__config(prof)->period, values, labels, &n_labels);
+	err = profile__add(prof, frames, n_frames, values, labels, n_labels);
 	if (err && err != -ENOSPC)
 		st->sink_errors++;
 	return 0;
@@ -321,137 +512,106 @@ static uint64_t now_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Forks the command stopped at a barrier so it can be filtered in before it runs. */
-static pid_t launch(char **cmd, int *go_fd)
+/*
+ * Forks the command stopped at a barrier so it can be filtered in before it runs. When
+ * execvp() fails, the child writes its errno into *exec_err_fd (close-on-exec: the parent
+ * reads nothing when the command started).
+ */
+static pid_t launch(char **cmd, int *go_fd, int *exec_err_fd)
 {
-	int fds[2];
+	int fds[2], efds[2];
 	pid_t pid;
 
 	if (pipe2(fds, O_CLOEXEC) != 0)
 		return -1;
-	pid = fork();
-	if (pid < 0) {
+	if (pipe2(efds, O_CLOEXEC) != 0) {
 		close(fds[0]);
 		close(fds[1]);
 		return -1;
 	}
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		close(efds[0]);
+		close(efds[1]);
+		return -1;
+	}
 	if (pid == 0) {
 		char b;
+		int e;
 
 		close(fds[1]);
+		close(efds[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL); /* mlprof ignores it for itself, not for the command */
+		/* the command gets none of the capabilities mlprof may hold as ambient ones */
+		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 		if (read(fds[0], &b, 1) != 1)
 			_exit(127); /* mlprof failed to start: do not run unprofiled */
 		execvp(cmd[0], cmd);
-		fprintf(stderr, "mlprof: record: cannot run '%s': %s\n", cmd[0], strerror(errno));
-		_exit(127);
+		e = errno;
+		fprintf(stderr, "mlprof: record: cannot run '%s': %s\n", cmd[0], strerror(e));
+		if (write(efds[1], &e, sizeof(e)) != sizeof(e))
+			_exit(127);
+		_exit(e == ENOENT ? 127 : 126);
 	}
 	close(fds[0]);
+	close(efds[1]);
 	*go_fd = fds[1];
+	*exec_err_fd = efds[0];
 	return pid;
+}
+
+/* True while the process runs: a zombie (exited, not reaped by its parent) has ended. */
+static bool pid_running(pid_t pid)
+{
+	char path[64], buf[512], *rp;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')' */
+	rp = strrchr(buf, ')');
+	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
 static bool any_alive(const struct record_opts *o)
 {
 	for (int i = 0; i < o->n_pids; i++)
-		if (kill(o->pids[i], 0) == 0 || errno != ESRCH)
+		if (pid_running(o->pids[i]))
 			return true;
 	return false;
 }
 
-struct leaf_count {
-	char *name;
-	int64_t count;
-};
-
-struct summary_ctx {
-	const struct profile *prof;
-	struct leaf_count *leaves;
-	size_t n, cap;
-};
-
-static int collect_leaf(const struct profile_sample_view *s, void *ctx)
+/*
+ * The output path of another event kind: "run.pb.gz" -> "run.offcpu.pb.gz" (the kind's
+ * name before the first extension of the file name). Returns 0 or -ENAMETOOLONG.
+ */
+static int kind_path(const char *path, const char *kind, char *out, size_t len)
 {
-	struct summary_ctx *sc = ctx;
-	char buf[512];
-	const char *name;
+	const char *base = strrchr(path, '/');
+	const char *dot;
+	int n;
 
-	if (s->n_locations == 0)
-		return 0;
-	name = profile__location_name(sc->prof, s->location_ids[0], buf, sizeof(buf));
-	for (size_t i = 0; i < sc->n; i++) {
-		if (strcmp(sc->leaves[i].name, name) == 0) {
-			sc->leaves[i].count += s->values[0];
-			return 0;
-		}
-	}
-	if (sc->n == sc->cap) {
-		size_t cap = sc->cap ? sc->cap * 2 : 64;
-		struct leaf_count *nl = realloc(sc->leaves, cap * sizeof(*nl));
-
-		if (!nl)
-			return -ENOMEM;
-		sc->leaves = nl;
-		sc->cap = cap;
-	}
-	sc->leaves[sc->n].name = strdup(name);
-	if (!sc->leaves[sc->n].name)
-		return -ENOMEM;
-	sc->leaves[sc->n++].count = s->values[0];
-	return 0;
-}
-
-static int cmp_leaf(const void *a, const void *b)
-{
-	const struct leaf_count *x = a, *y = b;
-
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	return strcmp(x->name, y->name);
-}
-
-static void print_summary(const struct record_opts *o, const struct record_state *st,
-			  struct pipeline *pl, double secs)
-{
-	struct pipeline_stats ps;
-	struct summary_ctx sc = {.prof = st->prof};
-	int64_t total = profile__total(st->prof, 0);
-	uint64_t complete, drops;
-
-	pipeline__stats(pl, &ps);
-	drops = ps.bpf[MLPROF_STAT_RB_FULL];
-	complete = ps.unwind_ends[UNWIND_END_COMPLETE];
-	fprintf(stderr, "mlprof: %lld samples in %.1f s at %u Hz", (long long)total, secs,
-		o->freq_hz);
-	fprintf(stderr, ", %llu dropped (ring buffer full)", (unsigned long long)drops);
-	if (ps.samples)
-		fprintf(stderr, ", %.1f%% user stacks complete",
-			100.0 * (double)complete / (double)(ps.samples ? ps.samples : 1));
-	if (ps.samples)
-		fprintf(stderr, ", %.1f us CPU/sample",
-			(double)ps.cpu_ns / 1000.0 / (double)ps.samples);
-	fputc('\n', stderr);
-	if (ps.bpf[MLPROF_STAT_USTACK_ERR] || ps.bpf[MLPROF_STAT_USTACK_CUT])
-		fprintf(stderr, "mlprof: user stacks unreadable: %llu, cut at %u bytes: %llu\n",
-			(unsigned long long)ps.bpf[MLPROF_STAT_USTACK_ERR], o->ustack_bytes,
-			(unsigned long long)ps.bpf[MLPROF_STAT_USTACK_CUT]);
-	if (profile__dropped(st->prof))
-		fprintf(stderr, "mlprof: %llu samples dropped: profile memory bound reached\n",
-			(unsigned long long)profile__dropped(st->prof));
-	if (total <= 0)
-		return;
-	if (profile__for_each_sample(st->prof, collect_leaf, &sc) == 0 && sc.n) {
-		qsort(sc.leaves, sc.n, sizeof(*sc.leaves), cmp_leaf);
-		fprintf(stderr, "mlprof: top functions (self):\n");
-		for (size_t i = 0; i < sc.n && i < 10; i++)
-			fprintf(stderr, "  %6.2f%%  %7lld  %s\n",
-				100.0 * (double)sc.leaves[i].count / (double)total,
-				(long long)sc.leaves[i].count, sc.leaves[i].name);
-	}
-	for (size_t i = 0; i < sc.n; i++)
-		free(sc.leaves[i].name);
-	free(sc.leaves);
+	base = base ? base + 1 : path;
+	dot = strchr(base[0] == '.' ? base + 1 : base, '.');
+	if (dot)
+		n = snprintf(out, len, "%.*s.%s%s", (int)(dot - path), path, kind, dot);
+	else
+		n = snprintf(out, len, "%s.%s", path, kind);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 static int write_outputs(const struct record_opts *o, const struct record_state *st)
@@ -468,16 +628,46 @@ static int write_outputs(const struct record_opts *o, const struct record_state 
 	else
 		snprintf(title, sizeof(title), "mlprof: pid %d%s", o->pids[0],
 			 o->n_pids > 1 ? " ..." : "");
-	for (int i = 0; i < o->n_outputs; i++) {
-		int e = output__write_file(st->prof, o->outputs[i].fmt, title, o->outputs[i].path);
+	for (int k = 0; k < MLPROF_SK__COUNT; k++) {
+		const struct event_kind *ek = event_kind__get((enum mlprof_sample_kind)k);
+		char ktitle[320];
 
-		if (e) {
-			fprintf(stderr, "mlprof: record: cannot write '%s': %s\n",
-				o->outputs[i].path, strerror(-e));
-			err = e;
-		} else if (!o->quiet) {
-			fprintf(stderr, "mlprof: wrote %s (%s)\n", o->outputs[i].path,
-				output__format_name(o->outputs[i].fmt));
+		if (!st->prof[k] || (k != MLPROF_SK_CPU && !profile__n_samples(st->prof[k])))
+			continue;
+		if (k == MLPROF_SK_CPU)
+			snprintf(ktitle, sizeof(ktitle), "%s", title);
+		else
+			snprintf(ktitle, sizeof(ktitle), "%s (%s)", title, ek->title);
+		for (int i = 0; i < o->n_outputs; i++) {
+			char path[PATH_MAX];
+			int e;
+
+			if (k == MLPROF_SK_CPU)
+				snprintf(path, sizeof(path), "%s", o->outputs[i].path);
+			else if (kind_path(o->outputs[i].path, ek->name, path, sizeof(path)))
+				continue;
+			e = output__write_file(st->prof[k], o->outputs[i].fmt, ktitle, path);
+			if (e) {
+				char saved[PATH_MAX];
+				int e2 = output__write_fallback(st->prof[k], o->outputs[i].fmt,
+								ktitle, path, saved, sizeof(saved));
+
+				/* the recording is not lost with its path: say where it went */
+				if (!e2)
+					fprintf(stderr,
+						"mlprof: record: cannot write '%s': %s; saved the "
+						"profile to %s instead\n",
+						path, strerror(-e), saved);
+				else
+					fprintf(stderr,
+						"mlprof: record: cannot write '%s': %s (nor a "
+						"temporary copy: %s)\n",
+						path, strerror(-e), strerror(-e2));
+				err = e;
+			} else if (!o->quiet) {
+				fprintf(stderr, "mlprof: wrote %s (%s)\n", path,
+					output__format_name(o->outputs[i].fmt));
+			}
 		}
 	}
 	return err;
@@ -541,11 +731,10 @@ int record__main(int argc, char **argv)
 {
 	struct record_opts o = {0};
 	struct record_state st = {.o = &o};
-	struct profile_config pcfg = {0};
 	struct pipeline_config plc = {0};
 	struct pipeline *pl = NULL;
 	struct sigaction sa = {0};
-	int status = 0, go_fd = -1, err, ret = 1;
+	int status = 0, go_fd = -1, exec_err_fd = -1, exec_err = 0, err, ret = 1;
 	pid_t child = -1;
 	uint64_t t0;
 
@@ -554,19 +743,30 @@ int record__main(int argc, char **argv)
 		return err > 0 ? 0 : 2;
 	if (prepare_outputs(&o) || check_targets(&o))
 		return 2;
+	if (o.cmd) {
+		err = check_command(o.cmd[0]);
+		if (err) {
+			/* the shell's convention: 127 not found, 126 found but cannot run */
+			fprintf(stderr, "mlprof: record: cannot run '%s': %s\n", o.cmd[0],
+				strerror(-err));
+			return err == -ENOENT ? 127 : 126;
+		}
+	}
 
-	pcfg.n_sample_types = 2;
-	pcfg.sample_types[0] = (struct profile_value_type){"samples", "count"};
-	pcfg.sample_types[1] = (struct profile_value_type){"cpu", "nanoseconds"};
-	pcfg.period_type = (struct profile_value_type){"cpu", "nanoseconds"};
-	pcfg.period = 1000000000ll / o.freq_hz;
-	pcfg.time_nanos = (int64_t)now_ns(CLOCK_REALTIME);
-	pcfg.max_bytes = 256u << 20;
-	st.period_ns = pcfg.period;
-	st.prof = profile__new(&pcfg);
-	if (!st.prof) {
-		fprintf(stderr, "mlprof: record: out of memory\n");
-		return 1;
+	for (int k = 0; k < MLPROF_SK__COUNT; k++) {
+		const struct event_kind *ek = event_kind__get((enum mlprof_sample_kind)k);
+		struct profile_config pcfg = {0};
+
+		if (!ek || !kind_enabled(&o, (enum mlprof_sample_kind)k))
+			continue;
+		event_kind__profile_config(ek, o.freq_hz, &pcfg);
+		pcfg.time_nanos = (int64_t)now_ns(CLOCK_REALTIME);
+		pcfg.max_bytes = 256u << 20;
+		st.prof[k] = profile__new(&pcfg);
+		if (!st.prof[k]) {
+			fprintf(stderr, "mlprof: record: out of memory\n");
+			goto cleanup;
+		}
 	}
 
 	sa.sa_handler = on_signal;
@@ -575,7 +775,7 @@ int record__main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	if (o.cmd) {
-		child = launch(o.cmd, &go_fd);
+		child = launch(o.cmd, &go_fd, &exec_err_fd);
 		if (child < 0) {
 			fprintf(stderr, "mlprof: record: cannot fork: %s\n", strerror(errno));
 			goto cleanup;
@@ -588,6 +788,16 @@ int record__main(int argc, char **argv)
 	plc.n_pids = o.n_pids;
 	plc.follow_children = o.cmd != NULL;
 	plc.kernel_frames = o.kernel_frames;
+	plc.python = o.python;
+	plc.source_lines = o.source_lines;
+	plc.offcpu = o.offcpu;
+	plc.offcpu_min_ns = (uint64_t)o.offcpu_min_us * 1000;
+	plc.offcpu_budget = (uint32_t)(o.offcpu_rate / 10);
+	plc.cuda = o.cuda;
+	plc.cuda_on = cuda__any(&o.cuda);
+	plc.cuda_budget = (uint32_t)(o.cuda_rate / 10);
+	plc.memory = o.memory;
+	plc.memory_sample_bytes = (uint64_t)o.memory_sample_kib * 1024;
 	pl = pipeline__new(&plc, record_sink, &st);
 	if (!pl) {
 		/* The failing module already logged one line with the reason. */
@@ -620,12 +830,33 @@ int record__main(int argc, char **argv)
 
 	/* the profile covers the capture itself, not the BPF load before it */
 	t0 = now_ns(CLOCK_MONOTONIC);
-	profile__set_time(st.prof, (int64_t)now_ns(CLOCK_REALTIME));
+	for (int k = 0; k < MLPROF_SK__COUNT; k++)
+		if (st.prof[k])
+			profile__set_time(st.prof[k], (int64_t)now_ns(CLOCK_REALTIME));
 	err = run_loop(&o, pl, child, &status);
-	profile__set_duration(st.prof, (int64_t)(now_ns(CLOCK_MONOTONIC) - t0));
+	if (exec_err_fd >= 0 &&
+	    read(exec_err_fd, &exec_err, sizeof(exec_err)) == sizeof(exec_err)) {
+		/* the command never ran (the child said why): keep the previous outputs */
+		ret = exec_err == ENOENT ? 127 : 126;
+		goto cleanup;
+	}
+	/* the GPU memory profile's in-use view: what is still allocated at the end */
+	if (st.prof[MLPROF_SK_CUDA_ALLOC] || st.prof[MLPROF_SK_MEMORY])
+		pipeline__snapshot(pl, 0);
+	for (int k = 0; k < MLPROF_SK__COUNT; k++)
+		if (st.prof[k])
+			profile__set_duration(st.prof[k], (int64_t)(now_ns(CLOCK_MONOTONIC) - t0));
 	if (!o.quiet)
-		print_summary(&o, &st, pl, (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
-	if (profile__total(st.prof, 0) == 0)
+		record_summary__print(&(struct record_summary){
+			.prof = st.prof,
+			.pl = pl,
+			.secs = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
+			.freq_hz = o.freq_hz,
+			.ustack_bytes = o.ustack_bytes,
+			.memory_sample_kib = o.memory_sample_kib,
+			.cuda = cuda__any(&o.cuda),
+		});
+	if (profile__total(st.prof[MLPROF_SK_CPU], 0) == 0)
 		fprintf(stderr, "mlprof: record: warning: no samples were collected (the "
 				"targets used no CPU?)\n");
 	if (write_outputs(&o, &st) != 0 || err)
@@ -634,7 +865,10 @@ int record__main(int argc, char **argv)
 cleanup:
 	if (go_fd >= 0)
 		close(go_fd);
+	if (exec_err_fd >= 0)
+		close(exec_err_fd);
 	pipeline__free(pl);
-	profile__free(st.prof);
+	for (int k = 0; k < MLPROF_SK__COUNT; k++)
+		profile__free(st.prof[k]);
 	return ret;
 }

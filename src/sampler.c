@@ -4,9 +4,11 @@
 #include "log.h"
 
 #include "sampler.h"
+#include "privilege.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -19,15 +21,23 @@
 #include <bpf/libbpf.h>
 
 #include "cpu.skel.h"
+#include "cuda.skel.h"
+#include "memory.skel.h"
+#include "offcpu.skel.h"
+#include <mlprof/python.h>
 
 /* Layout checks: BPF and user space must agree byte for byte (see include/mlprof/sample.h). */
 _Static_assert(offsetof(struct mlprof_sample, time_ns) % 8 == 0, "time_ns alignment");
 _Static_assert(offsetof(struct mlprof_sample, regs) % 8 == 0, "regs alignment");
 _Static_assert(offsetof(struct mlprof_sample, kstack) % 8 == 0, "kstack alignment");
 _Static_assert(offsetof(struct mlprof_sample, ustack) % 8 == 0, "ustack alignment");
-_Static_assert(sizeof(struct mlprof_sample) == 80 + MLPROF_NREGS * 8 + MLPROF_MAX_KSTACK * 8,
+_Static_assert(sizeof(struct mlprof_sample) == 96 + MLPROF_NREGS * 8 + MLPROF_MAX_KSTACK * 8,
 	       "mlprof_sample size");
 _Static_assert(sizeof(struct mlprof_proc_event) == 40, "mlprof_proc_event size");
+_Static_assert(sizeof(struct mlprof_py_frame) == 16, "mlprof_py_frame size");
+_Static_assert(sizeof(struct mlprof_sample_end) == 40, "mlprof_sample_end size");
+_Static_assert(sizeof(struct mlprof_py_proc) == 56, "mlprof_py_proc size");
+_Static_assert(offsetof(struct mlprof_sample, py_nframes) % 8 == 0, "py_nframes alignment");
 _Static_assert((MLPROF_MAX_USTACK & (MLPROF_MAX_USTACK - 1)) == 0, "ustack bound");
 
 /*
@@ -42,9 +52,18 @@ _Static_assert((MLPROF_MAX_USTACK & (MLPROF_MAX_USTACK - 1)) == 0, "ustack bound
 #define PIDS_MAX_ENTRIES      8192
 #define CPU_ONLINE_PATH	      "/sys/devices/system/cpu/online"
 #define VMLINUX_BTF_PATH      "/sys/kernel/btf/vmlinux"
+#define MEM_PAGE_BYTES	      4096 /* the unit of the memory-growth profile (x86-64 pages) */
 
 struct sampler {
 	struct cpu_bpf *skel;
+	struct offcpu_bpf *offcpu; /* NULL unless off-CPU sampling is on */
+	struct cuda_bpf *cuda;	   /* loaded when the first CUDA/NCCL library is probed */
+	bool cuda_allowed;	   /* CUDA probes are on */
+	int cuda_err;		   /* loading them failed (-errno): not tried again */
+	uint32_t cuda_budget;
+	struct memory_bpf *memory;   /* NULL unless memory growth is on */
+	struct bpf_link **mem_links; /* one per page-fault event (per online CPU) */
+	int nmem_links;
 	struct bpf_link **links; /* one per attached perf event */
 	int nlinks;
 	int ncpus; /* possible CPUs: per-CPU map values and scratch slots */
@@ -77,6 +96,42 @@ const char *sampler__stat_name(enum mlprof_bpf_stat stat)
 		return "proc_events";
 	case MLPROF_STAT_PROC_RB_FULL:
 		return "proc_ringbuf_full";
+	case MLPROF_STAT_PY_SAMPLES:
+		return "python_samples";
+	case MLPROF_STAT_PY_NO_TSTATE:
+		return "python_no_thread_state";
+	case MLPROF_STAT_PY_NO_FRAME:
+		return "python_no_frame";
+	case MLPROF_STAT_PY_READ_ERR:
+		return "python_read_error";
+	case MLPROF_STAT_PY_TRUNCATED:
+		return "python_truncated";
+	case MLPROF_STAT_PY_TID_MISMATCH:
+		return "python_tid_mismatch";
+	case MLPROF_STAT_OFFCPU_SWITCHES:
+		return "offcpu_switches";
+	case MLPROF_STAT_OFFCPU_CAPTURED:
+		return "offcpu_captured";
+	case MLPROF_STAT_OFFCPU_CAPPED:
+		return "offcpu_rate_capped";
+	case MLPROF_STAT_OFFCPU_SHORT:
+		return "offcpu_short";
+	case MLPROF_STAT_OFFCPU_END_LOST:
+		return "offcpu_end_lost";
+	case MLPROF_STAT_CUDA_EVENTS:
+		return "cuda_events";
+	case MLPROF_STAT_CUDA_CAPTURED:
+		return "cuda_captured";
+	case MLPROF_STAT_CUDA_CAPPED:
+		return "cuda_rate_capped";
+	case MLPROF_STAT_CUDA_LOST:
+		return "cuda_events_lost";
+	case MLPROF_STAT_MEM_SAMPLES:
+		return "memory_samples";
+	case MLPROF_STAT_MEM_LOST:
+		return "memory_events_lost";
+	case MLPROF_STAT_CUDA_RT_NESTED:
+		return "cuda_runtime_nested_launches";
 	case MLPROF_STAT__COUNT:
 		break;
 	}
@@ -98,13 +153,25 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-/* One line explaining why BPF could not be used; errno-style err (positive). */
+/*
+ * One line explaining why BPF could not be used; errno-style err (positive). A refusal names
+ * the capabilities missing, or, when none is, says it was not about capabilities (the
+ * verifier, an LSM or lockdown) instead of asking a root user for root.
+ */
 static void log_bpf_failure(const char *what, int err)
 {
-	if (err == EPERM || err == EACCES)
-		pr_err("%s failed: need root (or CAP_BPF+CAP_PERFMON): %s", what, strerror(err));
-	else
+	char missing[PRIVILEGE_MISSING_MAX];
+
+	if (err != EPERM && err != EACCES)
 		pr_err("%s failed: %s", what, strerror(err));
+	else if (privilege__missing(missing, sizeof(missing)) == -EPERM)
+		pr_err("%s failed: need root or %s; missing %s: %s", what, PRIVILEGE_CAPS, missing,
+		       strerror(err));
+	else
+		pr_err("%s failed although the capabilities are held (rejected by the verifier, a "
+		       "security module or kernel lockdown; --log-level debug shows libbpf's "
+		       "log): %s",
+		       what, strerror(err));
 }
 
 /*
@@ -166,71 +233,82 @@ cleanup:
 	return err;
 }
 
-/* Opens and attaches the cpu-clock event on every online CPU. Returns 0 or -errno. */
-static int attach_perf_events(struct sampler *s, unsigned int freq_hz)
+/*
+ * Opens a software perf event (attr) on every online CPU and attaches prog to each; links
+ * (an array of ncpus) and *nlinks receive them. what names the event in messages. Returns 0
+ * or -errno (logged); CPUs that go offline meanwhile are skipped.
+ */
+static int attach_per_cpu(struct sampler *s, struct perf_event_attr *attr, struct bpf_program *prog,
+			  const char *what, struct bpf_link **links, int *nlinks)
 {
-	struct perf_event_attr attr;
-	bool *online;
-	int err = 0;
+	bool *online = calloc(s->ncpus, sizeof(*online));
+	int err;
 
-	online = calloc(s->ncpus, sizeof(*online));
-	s->links = calloc(s->ncpus, sizeof(*s->links));
-	if (!online || !s->links) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
+	if (!online)
+		return -ENOMEM;
 	err = parse_online_cpus(online, s->ncpus);
 	if (err)
 		goto cleanup;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_SOFTWARE;
-	attr.config = PERF_COUNT_SW_CPU_CLOCK;
-	attr.freq = 1;
-	attr.sample_freq = freq_hz;
-
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
 		struct bpf_link *link;
 		int fd;
 
 		if (!online[cpu])
 			continue;
-		fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		fd = syscall(__NR_perf_event_open, attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
 			err = -errno;
 			if (errno == ENODEV) /* went offline meanwhile */
 				continue;
-			if (errno == EINVAL)
-				pr_err("perf_event_open cpu-clock on cpu %d at %u Hz failed: %s "
+			if (errno == EINVAL && attr->freq)
+				pr_err("perf_event_open %s on cpu %d at %llu Hz failed: %s "
 				       "(above kernel.perf_event_max_sample_rate?)",
-				       cpu, freq_hz, strerror(errno));
+				       what, cpu, (unsigned long long)attr->sample_freq,
+				       strerror(errno));
 			else if (errno == EPERM || errno == EACCES)
-				pr_err("perf_event_open on cpu %d failed: need root (or "
-				       "CAP_BPF+CAP_PERFMON): %s",
-				       cpu, strerror(errno));
+				log_bpf_failure("perf_event_open", errno);
 			else
-				pr_err("perf_event_open on cpu %d failed: %s", cpu,
+				pr_err("perf_event_open %s on cpu %d failed: %s", what, cpu,
 				       strerror(errno));
 			goto cleanup;
 		}
-		link = bpf_program__attach_perf_event(s->skel->progs.on_cpu_sample, fd);
+		link = bpf_program__attach_perf_event(prog, fd);
 		if (!link) {
 			err = -errno;
 			close(fd);
-			log_bpf_failure("attaching the perf_event program", -err);
+			log_bpf_failure("attaching a perf_event program", -err);
 			goto cleanup;
 		}
 		/* the link owns fd from here on */
-		s->links[s->nlinks++] = link;
+		links[(*nlinks)++] = link;
 	}
 	err = 0;
-	if (!s->nlinks) {
+cleanup:
+	free(online);
+	return err;
+}
+
+/* Opens and attaches the cpu-clock event on every online CPU. Returns 0 or -errno. */
+static int attach_perf_events(struct sampler *s, unsigned int freq_hz)
+{
+	struct perf_event_attr attr;
+	int err;
+
+	s->links = calloc(s->ncpus, sizeof(*s->links));
+	if (!s->links)
+		return -ENOMEM;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_CPU_CLOCK;
+	attr.freq = 1;
+	attr.sample_freq = freq_hz;
+	err = attach_per_cpu(s, &attr, s->skel->progs.on_cpu_sample, "cpu-clock", s->links,
+			     &s->nlinks);
+	if (!err && !s->nlinks) {
 		pr_err("no online CPU could be sampled");
 		err = -ENODEV;
 	}
-cleanup:
-	free(online);
 	return err;
 }
 
@@ -243,8 +321,340 @@ static int rb_adapter(void *ctx, void *data, size_t size)
 	return s->cb(s->cb_ctx, data, size);
 }
 
-/* Rounds up to a power of two and at least one page. */
-static size_t ringbuf_size(size_t want)
+/*
+ * Every extra BPF object shares the cpu object's capture state: its ring buffer, pid
+ * filter, Python walker maps and counters (its scratch record stays its own: programs of
+ * different objects may nest on a CPU). Returns 0 or -errno (logged).
+ */
+static int share_maps(struct sampler *s, const char *what, struct bpf_map *scratch,
+		      struct bpf_map *rb, struct bpf_map *pids, struct bpf_map *py_procs,
+		      struct bpf_map *stats, struct bpf_map *py_known)
+{
+	int err = bpf_map__set_max_entries(scratch, s->ncpus);
+
+	if (!err)
+		err = bpf_map__reuse_fd(rb, bpf_map__fd(s->skel->maps.rb));
+	if (!err)
+		err = bpf_map__reuse_fd(pids, bpf_map__fd(s->skel->maps.pids));
+	if (!err)
+		err = bpf_map__reuse_fd(py_procs, bpf_map__fd(s->skel->maps.py_procs));
+	if (!err)
+		err = bpf_map__reuse_fd(stats, bpf_map__fd(s->skel->maps.stats));
+	if (!err)
+		err = bpf_map__reuse_fd(py_known, bpf_map__fd(s->skel->maps.py_known));
+	if (err)
+		pr_err("cannot share maps with the %s BPF object: %s", what, strerror(-err));
+	return err;
+}
+
+/* The capture knobs (capture.bpf.h) of skeleton o, set like the cpu object's. */
+#define copy_capture_knobs(s, o)                                                                   \
+	do {                                                                                       \
+		(o)->rodata->filter_mode = (s)->skel->rodata->filter_mode;                         \
+		(o)->rodata->follow_children = (s)->skel->rodata->follow_children;                 \
+		(o)->rodata->skip_idle = (s)->skel->rodata->skip_idle;                             \
+		(o)->rodata->self_pid = (s)->skel->rodata->self_pid;                               \
+		(o)->rodata->ustack_bytes = (s)->skel->rodata->ustack_bytes;                       \
+		(o)->rodata->wakeup_bytes = (s)->skel->rodata->wakeup_bytes;                       \
+	} while (0)
+
+#define share_capture(s, o, what)                                                                  \
+	({                                                                                         \
+		copy_capture_knobs(s, o);                                                          \
+		share_maps(s, what, (o)->maps.scratch, (o)->maps.rb, (o)->maps.pids,               \
+			   (o)->maps.py_procs, (o)->maps.stats, (o)->maps.py_known);               \
+	})
+
+/*
+ * Loads and attaches the off-CPU object, sharing the cpu object's ring buffer, pid filter,
+ * Python walker configuration and counters. Returns 0 or -errno (logged).
+ */
+static int offcpu_setup(struct sampler *s, const struct sampler_config *cfg)
+{
+	struct offcpu_bpf *o;
+	int err;
+
+	o = offcpu_bpf__open();
+	if (!o) {
+		err = -errno;
+		log_bpf_failure("opening the off-CPU BPF object", -err);
+		return err;
+	}
+	s->offcpu = o;
+	/* callers always say it (0 is valid: every interval counts) */
+	o->rodata->offcpu_min_ns = cfg->offcpu_min_ns;
+	if (cfg->offcpu_budget)
+		o->rodata->offcpu_budget = cfg->offcpu_budget;
+	err = share_capture(s, o, "off-CPU");
+	if (err)
+		return err;
+	err = offcpu_bpf__load(o);
+	if (err) {
+		pr_err("loading the off-CPU BPF program failed: %s (run with log level debug for "
+		       "the verifier log)",
+		       strerror(-err));
+		return err;
+	}
+	err = offcpu_bpf__attach(o);
+	if (err) {
+		log_bpf_failure("attaching the sched_switch tracepoint", -err);
+		return err;
+	}
+	return 0;
+}
+
+/*
+ * Loads the CUDA uprobe object (attached later, per library), sharing the cpu object's
+ * ring buffer, pid filter, Python walker configuration and counters. Returns 0 or -errno.
+ */
+static int cuda_setup(struct sampler *s)
+{
+	struct cuda_bpf *o;
+	int err;
+
+	o = cuda_bpf__open();
+	if (!o) {
+		err = -errno;
+		log_bpf_failure("opening the CUDA BPF object", -err);
+		return err;
+	}
+	s->cuda = o;
+	if (s->cuda_budget)
+		o->rodata->cuda_budget = s->cuda_budget;
+	err = share_capture(s, o, "CUDA");
+	if (err)
+		return err;
+	err = cuda_bpf__load(o);
+	if (err)
+		pr_err("loading the CUDA BPF programs failed: %s (run with log level debug for the "
+		       "verifier log)",
+		       strerror(-err));
+	return err;
+}
+
+/* Fewest page faults between two runs of the memory program (see mem_steps). */
+#define MEM_MIN_STEP_PAGES 16
+/* Most steps per captured stack: the gap between captures is random in [1, 2 * steps - 1]. */
+#define MEM_MAX_STEPS 8
+
+/*
+ * Splits the mean interval of pages faulted in per captured stack into the page-fault
+ * event's period (*step_pages) and a random countdown of *steps overflows (pages = steps x
+ * step_pages exactly): as many steps (up to MEM_MAX_STEPS, for randomness) as keep the
+ * program at most one run every MEM_MIN_STEP_PAGES faults (its cost per fault), else the
+ * fewest above one: runs that capture nothing learn the thread stacks that captures need.
+ * One step (no randomness) only when pages has no divisor up to MEM_MAX_STEPS. pages >= 1.
+ */
+static void memory_split(uint64_t pages, uint64_t *step_pages, uint32_t *steps)
+{
+	uint32_t r;
+
+	for (r = MEM_MAX_STEPS; r > 1; r--)
+		if (pages % r == 0 && pages / r >= MEM_MIN_STEP_PAGES)
+			break;
+	if (r == 1)
+		for (r = 2; r <= MEM_MAX_STEPS && pages % r; r++)
+			;
+	if (r > MEM_MAX_STEPS)
+		r = 1;
+	*steps = r;
+	*step_pages = pages / r;
+}
+
+/*
+ * Opens a PERF_COUNT_SW_PAGE_FAULTS event with sample period step_pages on every online CPU
+ * and attaches the memory program to it. Returns 0 or -errno (logged).
+ */
+static int attach_fault_events(struct sampler *s, uint64_t step_pages)
+{
+	struct perf_event_attr attr;
+
+	s->mem_links = calloc(s->ncpus, sizeof(*s->mem_links));
+	if (!s->mem_links)
+		return -ENOMEM;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_PAGE_FAULTS;
+	attr.sample_period = step_pages;
+	return attach_per_cpu(s, &attr, s->memory->progs.on_mem_fault, "page-faults", s->mem_links,
+			      &s->nmem_links);
+}
+
+/*
+ * Loads and attaches the memory-growth object (sampled page faults, releases), maps shared.
+ * Returns 0 or -errno (logged).
+ */
+static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
+{
+	uint64_t pages = 512 * 1024 / MEM_PAGE_BYTES, step_pages;
+	struct memory_bpf *o;
+	uint32_t steps;
+	int err;
+
+	o = memory_bpf__open();
+	if (!o) {
+		err = -errno;
+		log_bpf_failure("opening the memory BPF object", -err);
+		return err;
+	}
+	s->memory = o;
+	/* whole pages: each captured stack stands for that many page faults */
+	if (cfg->memory_sample_bytes)
+		pages = cfg->memory_sample_bytes >= MEM_PAGE_BYTES
+				? cfg->memory_sample_bytes / MEM_PAGE_BYTES
+				: 1;
+	memory_split(pages, &step_pages, &steps);
+	o->rodata->mem_sample_bytes = pages * MEM_PAGE_BYTES;
+	o->rodata->mem_steps = steps;
+	err = share_capture(s, o, "memory");
+	if (err)
+		return err;
+	err = memory_bpf__load(o);
+	if (err) {
+		pr_err("loading the memory BPF programs failed: %s (run with log level debug for "
+		       "the verifier log)",
+		       strerror(-err));
+		return err;
+	}
+	/* the perf_event program is not auto-attached: only the release tracepoints are */
+	err = memory_bpf__attach(o);
+	if (err) {
+		log_bpf_failure("attaching the memory syscall tracepoints", -err);
+		return err;
+	}
+	err = attach_fault_events(s, step_pages);
+	if (!err)
+		pr_debug("memory: one stack every %" PRIu64 " page faults on average (%u steps of "
+			 "%" PRIu64 ")",
+			 pages, steps, step_pages);
+	return err;
+}
+
+struct sampler_link {
+	struct bpf_link *entry, *ret;
+};
+
+/* Probes that also need the return program (to read what the call wrote, or its time). */
+static bool probe_has_return(enum mlprof_cuda_probe p)
+{
+	return p == MLPROF_CP_SYNC_RT || p == MLPROF_CP_SYNC_DRV || p == MLPROF_CP_ALLOC_RT ||
+	       p == MLPROF_CP_ALLOC_DRV || p == MLPROF_CP_GETFUNC || p == MLPROF_CP_GETKERNEL;
+}
+
+/* See sampler.h. */
+struct sampler_link *sampler__attach_probe(struct sampler *s, enum mlprof_cuda_probe probe,
+					   const char *path, uint64_t off)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = (__u64)probe);
+	struct sampler_link *l;
+	int err;
+
+	if (!s || !s->cuda_allowed || s->cuda_err) {
+		errno = s && s->cuda_err ? -s->cuda_err : ENOTSUP;
+		return NULL;
+	}
+	/* the uprobe programs are verified only once some process maps a CUDA library */
+	if (!s->cuda) {
+		int err = cuda_setup(s);
+
+		if (err) {
+			s->cuda_err = err;
+			cuda_bpf__destroy(s->cuda);
+			s->cuda = NULL;
+			errno = -err;
+			return NULL;
+		}
+		pr_info("CUDA/NCCL uprobe programs loaded");
+	}
+	if (probe <= 0 || probe >= MLPROF_CP__COUNT) {
+		errno = EINVAL;
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->entry = bpf_program__attach_uprobe_opts(s->cuda->progs.cuda_entry, -1, path, off, &opts);
+	if (!l->entry)
+		goto fail;
+	if (probe_has_return(probe)) {
+		opts.retprobe = true;
+		l->ret = bpf_program__attach_uprobe_opts(s->cuda->progs.cuda_return, -1, path, off,
+							 &opts);
+		if (!l->ret)
+			goto fail;
+	}
+	return l;
+fail:
+	err = errno;
+	sampler__detach(l);
+	errno = err;
+	return NULL;
+}
+
+/* See sampler.h. */
+void sampler__detach(struct sampler_link *l)
+{
+	if (!l)
+		return;
+	bpf_link__destroy(l->entry);
+	bpf_link__destroy(l->ret);
+	free(l);
+}
+
+/* Key of the cuda_counts map (bpf/cuda.bpf.c). */
+struct cuda_count_key {
+	__u32 pid;
+	__u32 kind;
+	__u64 what;
+};
+
+/* See sampler.h. */
+int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take,
+			 void (*cb)(void *ctx, uint32_t pid, uint32_t kind, uint64_t what,
+				    uint64_t count),
+			 void *ctx)
+{
+	struct cuda_count_key key, next, *doomed = NULL;
+	size_t n = 0, cap = 0;
+	int fd;
+	__u64 v;
+
+	if (!s || !s->cuda_allowed)
+		return -ENOTSUP;
+	if (!s->cuda)
+		return 0; /* no CUDA library was probed */
+	fd = bpf_map__fd(s->cuda->maps.cuda_counts);
+	if (bpf_map_get_next_key(fd, NULL, &next))
+		return 0;
+	do {
+		key = next;
+		if (pid > 0 && key.pid != (__u32)pid)
+			continue;
+		if (!bpf_map_lookup_elem(fd, &key, &v))
+			cb(ctx, key.pid, key.kind, key.what, v);
+		/* deleting while iterating restarts the walk: collect first */
+		if (take) {
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				struct cuda_count_key *d = realloc(doomed, nc * sizeof(*d));
+
+				if (!d)
+					continue;
+				doomed = d;
+				cap = nc;
+			}
+			doomed[n++] = key;
+		}
+	} while (!bpf_map_get_next_key(fd, &key, &next));
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &doomed[i]);
+	free(doomed);
+	return 0;
+}
+
+/* See sampler.h. */
+size_t sampler__ringbuf_bytes(size_t want)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t sz = page;
@@ -318,9 +728,10 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 	skel->rodata->self_pid = cfg->self_pid > 0 ? (__u32)cfg->self_pid : 0;
 	skel->rodata->ustack_bytes = cfg->ustack_bytes;
 	/* batch: wake the consumer when an eighth of the ring is pending (or for a new pid) */
-	skel->rodata->wakeup_bytes = cfg->batch ? ringbuf_size(cfg->ringbuf_bytes) / 8 : 0;
+	skel->rodata->wakeup_bytes =
+		cfg->batch ? sampler__ringbuf_bytes(cfg->ringbuf_bytes) / 8 : 0;
 
-	err = bpf_map__set_max_entries(skel->maps.rb, ringbuf_size(cfg->ringbuf_bytes));
+	err = bpf_map__set_max_entries(skel->maps.rb, sampler__ringbuf_bytes(cfg->ringbuf_bytes));
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.pids, PIDS_MAX_ENTRIES);
 	if (!err)
@@ -350,14 +761,28 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 		goto cleanup;
 	}
 
+	if (cfg->offcpu) {
+		err = offcpu_setup(s, cfg);
+		if (err)
+			goto cleanup;
+	}
+	s->cuda_allowed = cfg->cuda;
+	s->cuda_budget = cfg->cuda_budget;
+	if (cfg->memory) {
+		err = memory_setup(s, cfg);
+		if (err)
+			goto cleanup;
+	}
+
 	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.rb), rb_adapter, s, NULL);
 	if (!s->rb) {
 		err = -errno;
 		pr_err("cannot set up the ring buffer reader: %s", strerror(-err));
 		goto cleanup;
 	}
-	pr_info("sampling %d CPUs at %u Hz, %u-byte user stacks, %s", s->nlinks, cfg->freq_hz,
-		cfg->ustack_bytes, cfg->filter_pids ? "selected pids" : "all processes");
+	pr_info("sampling %d CPUs at %u Hz, %u-byte user stacks, %s%s", s->nlinks, cfg->freq_hz,
+		cfg->ustack_bytes, cfg->filter_pids ? "selected pids" : "all processes",
+		cfg->offcpu ? ", off-CPU on" : "");
 	return s;
 
 cleanup:
@@ -375,6 +800,12 @@ void sampler__free(struct sampler *s)
 	for (int i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
+	for (int i = 0; i < s->nmem_links; i++)
+		bpf_link__destroy(s->mem_links[i]);
+	free(s->mem_links);
+	offcpu_bpf__destroy(s->offcpu);
+	cuda_bpf__destroy(s->cuda);
+	memory_bpf__destroy(s->memory);
 	cpu_bpf__destroy(s->skel);
 	free(s);
 }
@@ -391,6 +822,22 @@ int sampler__add_pid(struct sampler *s, pid_t pid)
 		int err = -errno;
 
 		pr_warn("cannot add pid %d to the filter: %s", (int)pid, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* See sampler.h. The map entry is removed by BPF itself at exec and exit. */
+int sampler__set_python(struct sampler *s, pid_t pid, const struct mlprof_py_proc *cfg)
+{
+	__u32 key = (__u32)pid;
+
+	if (!s || pid <= 0 || !cfg)
+		return -EINVAL;
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &key, cfg, BPF_ANY)) {
+		int err = -errno;
+
+		pr_debug("cannot set the python walker for pid %d: %s", (int)pid, strerror(-err));
 		return err;
 	}
 	return 0;

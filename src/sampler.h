@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <mlprof/cuda.h>
 #include <mlprof/sample.h>
 
 struct sampler;
@@ -20,9 +21,18 @@ struct sampler_config {
 	bool skip_idle;	       /* drop samples of the idle task (pid 0) */
 	size_t ringbuf_bytes;  /* ring buffer size (power of two) */
 	pid_t self_pid;	       /* never sample this process (mlprof itself); 0 = none */
-	bool batch; /* wake the consumer only for new pids or a filling ring: the caller must
-		     * poll with a timeout (sampler__poll) */
+	bool batch;  /* wake the consumer only for new pids or a filling ring: the caller must
+		      * poll with a timeout (sampler__poll) */
+	bool offcpu; /* also sample threads leaving the CPU (sched_switch) */
+	uint64_t offcpu_min_ns; /* shortest off-CPU interval reported */
+	uint32_t offcpu_budget; /* off-CPU stack captures per CPU per 100 ms (sampling) */
+	bool cuda;		/* load the CUDA/NCCL uprobe programs (attached per library) */
+	uint32_t cuda_budget;	/* CUDA stack captures per CPU per 100 ms (sampling) */
+	bool memory;		/* memory growth: anonymous write faults, releases */
+	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack */
 };
+
+struct sampler_link;
 
 /* Called for every record: data starts with __u32 type (enum mlprof_event_type). */
 typedef int (*sampler_event_cb)(void *ctx, const void *data, size_t size);
@@ -37,10 +47,32 @@ void sampler__free(struct sampler *s);
 
 /* Adds a process to the kernel-side filter. Returns 0 or -errno. */
 int sampler__add_pid(struct sampler *s, pid_t pid);
+struct mlprof_py_proc;
+/* Tells the Python frame walker how to read process pid's interpreter. Returns 0 or -errno. */
+int sampler__set_python(struct sampler *s, pid_t pid, const struct mlprof_py_proc *cfg);
+/*
+ * Attaches probe at file offset off of the ELF file at path (for every process that maps
+ * it; BPF filters by pid), with its return probe when it has one. Returns the link (freed
+ * with sampler__detach) or NULL with errno set (ENOTSUP: the CUDA programs are not loaded).
+ */
+struct sampler_link *sampler__attach_probe(struct sampler *s, enum mlprof_cuda_probe probe,
+					   const char *path, uint64_t off);
+void sampler__detach(struct sampler_link *l);
+/*
+ * Reads the exact CUDA call counts: cb(pid, kind, what, count) for each entry (of process
+ * pid only when pid > 0; with take, those entries are deleted from the map).
+ */
+int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take,
+			 void (*cb)(void *ctx, uint32_t pid, uint32_t kind, uint64_t what,
+				    uint64_t count),
+			 void *ctx);
+
 /* Waits up to timeout_ms and consumes all available records; returns count or -errno. */
 int sampler__poll(struct sampler *s, int timeout_ms);
 /* Sums the per-CPU BPF counters into out[MLPROF_STAT__COUNT]. */
 int sampler__stats(struct sampler *s, uint64_t *out);
 const char *sampler__stat_name(enum mlprof_bpf_stat stat);
+/* The ring buffer's size for a requested one (0: by CPU count), as the sampler makes it. */
+size_t sampler__ringbuf_bytes(size_t want);
 
 #endif

@@ -552,7 +552,8 @@ static int load(const char *path, uint64_t order, struct spool_record **out)
 	if (!rd.bad) {
 		const uint8_t *src = take(&rd, pprof_len);
 
-		pp = malloc(pprof_len ? pprof_len : 1);
+		/* no allocation for a length the payload does not hold */
+		pp = src ? malloc(pprof_len ? pprof_len : 1) : NULL;
 		if (src && pp)
 			memcpy(pp, src, pprof_len);
 	}
@@ -618,4 +619,119 @@ int spool__remove(struct spool *s, uint64_t order)
 void spool__stats(struct spool *s, struct spool_stats *out)
 {
 	*out = s->st;
+}
+
+const char *spool__path(const struct spool *s)
+{
+	return s->dir;
+}
+
+/* ---- one spool per destination ---- */
+
+#define DEST_FILE "DESTINATION"
+
+/* The text of a DESTINATION file: what the spooled profiles are for. */
+static void dest_text(const char *destination, char *out, size_t len)
+{
+	snprintf(out, len, "%s\n", destination);
+}
+
+/* Counts the *.spool files of dir. */
+static uint64_t count_spooled(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	uint64_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		n += l > strlen(SPOOL_SUFFIX) && de->d_name[0] >= '0' && de->d_name[0] <= '9' &&
+		     !strcmp(de->d_name + l - strlen(SPOOL_SUFFIX), SPOOL_SUFFIX);
+	}
+	closedir(d);
+	return n;
+}
+
+/* Says what else lies in root: other destinations' profiles, files of the flat layout. */
+static void log_others(const char *root, const char *own)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	uint64_t flat = count_spooled(root);
+
+	if (flat)
+		pr_warn("%s: %" PRIu64 " profiles spooled by an older mlprof name no destination: "
+			"they are never sent; delete them if they are not needed",
+			root, flat);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char dir[PATH_MAX], path[PATH_MAX + 16], text[4096];
+		uint64_t n;
+		FILE *f;
+
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, own))
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", root, de->d_name);
+		snprintf(path, sizeof(path), "%s/" DEST_FILE, dir);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (!fgets(text, sizeof(text), f))
+			text[0] = '\0';
+		fclose(f);
+		text[strcspn(text, "\n")] = '\0';
+		n = count_spooled(dir);
+		if (n)
+			pr_info("%s: %" PRIu64 " profiles for %s stay there: they are sent only to "
+				"that destination",
+				dir, n, text);
+	}
+	closedir(d);
+}
+
+int spool__dest_dir(const char *root, const char *destination, char *out, size_t len)
+{
+	char path[PATH_MAX + 16], want[4096], have[4096];
+	uint64_t h = 14695981039346656037ull;
+	size_t n;
+	FILE *f;
+	int err;
+
+	if (!root || !*root || !destination)
+		return -EINVAL;
+	for (const char *p = destination; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	if ((size_t)snprintf(out, len, "%s/%016" PRIx64, root, h) >= len)
+		return -ENAMETOOLONG;
+	err = mkdir_parents(out);
+	if (err) {
+		pr_err("cannot create spool directory %s: %s", out, strerror(-err));
+		return err;
+	}
+	dest_text(destination, want, sizeof(want));
+	snprintf(path, sizeof(path), "%s/" DEST_FILE, out);
+	f = fopen(path, "re");
+	if (f) {
+		n = fread(have, 1, sizeof(have) - 1, f);
+		fclose(f);
+		have[n] = '\0';
+		if (strcmp(have, want)) {
+			pr_err("%s holds profiles for another destination (%.*s)", out,
+			       (int)strcspn(have, "\n"), have);
+			return -EEXIST;
+		}
+	} else {
+		f = fopen(path, "we");
+		if (!f || fputs(want, f) < 0 || fclose(f)) {
+			err = -errno;
+			pr_err("cannot write %s: %s", path, strerror(errno));
+			return err ? err : -EIO;
+		}
+	}
+	log_others(root, strrchr(out, '/') + 1);
+	return 0;
 }

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "exporter.h"
+#include "export_item.h"
 
 struct spool;
 
@@ -53,5 +53,17 @@ int spool__remove(struct spool *s, uint64_t order);
 
 void spool__record_free(struct spool_record *r);
 void spool__stats(struct spool *s, struct spool_stats *out);
+/* The spool's directory (valid until spool__close). */
+const char *spool__path(const struct spool *s);
+
+/*
+ * Profiles are only ever sent to the destination they were made for, so each destination
+ * (API, URL and tenant, as one line of text) spools into its own directory under root:
+ * root/<16 hex digits of a hash of destination>, created with a DESTINATION file holding
+ * the text. Writes that directory into out (len bytes) for spool__open(). Logs what other
+ * destinations left in root (kept, never sent here). Returns 0, -EEXIST when the directory
+ * belongs to another destination (hash collision), or -errno.
+ */
+int spool__dest_dir(const char *root, const char *destination, char *out, size_t len);
 
 #endif

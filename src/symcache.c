@@ -8,7 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "debuginfod.h"
+#include "dwarf_lines.h"
 #include "elf.h"
+#include "gopclntab.h"
+#include "hash.h"
+#include "lru.h"
 #include "symcache.h"
 
 #define LOG_MODULE "symcache"
@@ -42,13 +47,19 @@ struct sym {
 struct symtab {
 	char *key;
 	uint64_t hash;
-	uint64_t gen; /* unique id: keys the demangle cache, never reused */
+	uint64_t gen;		   /* unique id: keys the demangle and line caches, never reused */
+	struct elf_file *dwarf_ef; /* the file with DWARF line tables (itself or its debug file;
+				    * a reference), or NULL */
+	bool dbg_wait;	  /* built while debuginfod fetches its debug file: rebuilt when it ends */
+	uint64_t dbg_gen; /* debuginfod__generation() when built */
+	/* Go binaries: names and lines from .gopclntab first, or NULL */
+	struct gopclntab *go;
 	struct sym *syms;
 	uint32_t nsyms;
 	char *names;
 	size_t bytes;
 	struct symtab *hnext;
-	struct symtab *lru_prev, *lru_next; /* lru_prev = more recent */
+	struct lru_node lru;
 };
 
 struct demangled {
@@ -62,10 +73,12 @@ struct symcache {
 	size_t max_bytes;
 	char *debug_dirs;
 	struct symtab *buckets[SC_BUCKETS];
-	struct symtab *lru_head, *lru_tail; /* head = most recently used */
+	struct lru_list lru; /* every table, most recently used at head */
 	struct symcache_stats stats;
 	uint64_t next_gen;
 	struct demangled dm[SC_DEMANGLE_SLOTS];
+	struct dwarf_lines *lines; /* source lines, bounded on its own */
+	struct debuginfod *dbgd;   /* debug files by build id from servers; NULL when off */
 };
 
 /* Symbol while a table is being built; names point into the source ELF images. */
@@ -83,17 +96,6 @@ struct builder {
 	int nkeep;
 };
 
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 /* See symcache.h. */
 struct symcache *symcache__new(const struct symcache_config *cfg)
 {
@@ -104,12 +106,21 @@ struct symcache *symcache__new(const struct symcache_config *cfg)
 		return NULL;
 	sc->max_bytes = cfg && cfg->max_bytes ? cfg->max_bytes : SC_DEFAULT_MAX_BYTES;
 	sc->debug_dirs = strdup(dirs);
-	if (!sc->debug_dirs) {
+	if (!(cfg && cfg->no_source_lines)) {
+		struct dwarf_lines_config lc = {.max_dwarf_bytes = cfg ? cfg->max_dwarf_bytes : 0};
+
+		sc->lines = dwarf_lines__new(&lc);
+	}
+	if (!sc->debug_dirs || (!sc->lines && !(cfg && cfg->no_source_lines))) {
+		free(sc->debug_dirs);
+		dwarf_lines__free(sc->lines);
 		free(sc);
 		errno = ENOMEM;
 		return NULL;
 	}
 	sc->next_gen = 1;
+	/* from DEBUGINFOD_URLS; without it (or when it cannot start) symbols stay local */
+	sc->dbgd = debuginfod__from_env();
 	return sc;
 }
 
@@ -118,6 +129,8 @@ static void symtab_free(struct symtab *t)
 	if (!t)
 		return;
 	free(t->key);
+	gopclntab__free(t->go);
+	elf_file__put(t->dwarf_ef);
 	free(t->syms);
 	free(t->names);
 	free(t);
@@ -130,12 +143,14 @@ void symcache__free(struct symcache *sc)
 
 	if (!sc)
 		return;
-	for (t = sc->lru_head; t; t = next) {
-		next = t->lru_next;
+	for (t = lru_entry(sc->lru.head, struct symtab, lru); t; t = next) {
+		next = lru_entry(t->lru.next, struct symtab, lru);
 		symtab_free(t);
 	}
 	for (int i = 0; i < SC_DEMANGLE_SLOTS; i++)
 		free(sc->dm[i].name);
+	dwarf_lines__free(sc->lines);
+	debuginfod__free(sc->dbgd);
 	free(sc->debug_dirs);
 	free(sc);
 }
@@ -143,31 +158,16 @@ void symcache__free(struct symcache *sc)
 /* See symcache.h. */
 void symcache__stats(const struct symcache *sc, struct symcache_stats *out)
 {
+	struct dwarf_lines_stats ls;
+
 	*out = sc->stats;
-}
-
-static void lru_unlink(struct symcache *sc, struct symtab *t)
-{
-	if (t->lru_prev)
-		t->lru_prev->lru_next = t->lru_next;
-	else
-		sc->lru_head = t->lru_next;
-	if (t->lru_next)
-		t->lru_next->lru_prev = t->lru_prev;
-	else
-		sc->lru_tail = t->lru_prev;
-	t->lru_prev = t->lru_next = NULL;
-}
-
-static void lru_push_head(struct symcache *sc, struct symtab *t)
-{
-	t->lru_prev = NULL;
-	t->lru_next = sc->lru_head;
-	if (sc->lru_head)
-		sc->lru_head->lru_prev = t;
-	sc->lru_head = t;
-	if (!sc->lru_tail)
-		sc->lru_tail = t;
+	if (!sc->lines)
+		return;
+	dwarf_lines__stats(sc->lines, &ls);
+	out->line_lookups = ls.lookups;
+	out->line_hits = ls.hits;
+	out->line_bytes = ls.bytes;
+	out->line_evictions = ls.evictions;
 }
 
 static void table_remove(struct symcache *sc, struct symtab *t)
@@ -178,39 +178,48 @@ static void table_remove(struct symcache *sc, struct symtab *t)
 		pp = &(*pp)->hnext;
 	if (*pp)
 		*pp = t->hnext;
-	lru_unlink(sc, t);
+	lru__unlink(&sc->lru, &t->lru);
 	sc->stats.tables--;
 	sc->stats.bytes -= t->bytes;
+	if (sc->lines)
+		dwarf_lines__forget(sc->lines, t->gen);
 	symtab_free(t);
 }
 
 /* Evicts least recently used tables until under the bound, never keep itself. */
 static void evict(struct symcache *sc, const struct symtab *keep)
 {
-	while (sc->stats.bytes > sc->max_bytes && sc->lru_tail && sc->lru_tail != keep) {
+	while (sc->stats.bytes > sc->max_bytes && sc->lru.tail && sc->lru.tail != &keep->lru) {
 		sc->stats.evictions++;
-		table_remove(sc, sc->lru_tail);
+		table_remove(sc, lru_entry(sc->lru.tail, struct symtab, lru));
 	}
 }
 
 /*
  * Cache key: the build id, or (without one) path, size and a hash of the ELF and section
- * headers, so that a rebuilt file at the same path gets a new table. Writes the key into
- * buf when it fits, else returns a malloc'd copy in *heap; NULL on ENOMEM.
+ * headers, so that a rebuilt file at the same path gets a new table; then "@" and the
+ * file's identity (device, inode, size, ctime; a unique id for in-memory images), so that
+ * a file claiming another's build id (a container's, a user's) builds its own table and
+ * never renames the frames of the file it imitates. Writes the key into buf when it fits,
+ * else returns a malloc'd copy in *heap; NULL on ENOMEM.
  */
 static const char *make_key(const struct elf_file *ef, char *buf, size_t bufsz, char **heap)
 {
 	const char *bid = elf_file__build_id(ef);
 	const uint8_t *data;
+	char id[96];
 	size_t len;
 	uint64_t h;
 	int n;
 
 	*heap = NULL;
-	if (bid)
-		return bid;
+	elf_file__identity_key(ef, id, sizeof(id));
+	if (bid) {
+		n = snprintf(buf, bufsz, "%s@%s", bid, id);
+		return n >= 0 && (size_t)n < bufsz ? buf : NULL;
+	}
 	data = elf_file__data(ef, &len);
-	h = fnv1a(data, len < 64 ? len : 64, 0xcbf29ce484222325ull);
+	h = hash__fnv1a(data, len < 64 ? len : 64, HASH_FNV1A_INIT);
 	if (len >= 64) {
 		Elf64_Ehdr eh;
 		uint64_t sz;
@@ -218,14 +227,14 @@ static const char *make_key(const struct elf_file *ef, char *buf, size_t bufsz, 
 		memcpy(&eh, data, sizeof(eh));
 		sz = (uint64_t)eh.e_shnum * eh.e_shentsize;
 		if (eh.e_shoff <= len && sz <= len - eh.e_shoff && sz <= (64u << 10))
-			h = fnv1a(data + eh.e_shoff, sz, h);
+			h = hash__fnv1a(data + eh.e_shoff, sz, h);
 	}
-	n = snprintf(buf, bufsz, "path:%s:%zu:%016llx", elf_file__path(ef), len,
-		     (unsigned long long)h);
+	n = snprintf(buf, bufsz, "path:%s:%zu:%016llx@%s", elf_file__path(ef), len,
+		     (unsigned long long)h, id);
 	if (n >= 0 && (size_t)n < bufsz)
 		return buf;
-	if (asprintf(heap, "path:%s:%zu:%016llx", elf_file__path(ef), len, (unsigned long long)h) <
-	    0) {
+	if (asprintf(heap, "path:%s:%zu:%016llx@%s", elf_file__path(ef), len, (unsigned long long)h,
+		     id) < 0) {
 		*heap = NULL;
 		return NULL;
 	}
@@ -399,71 +408,102 @@ reject:
 	return NULL;
 }
 
-/* Finds a separate debug file by build id, then by debuglink. NULL when none. */
+/*
+ * Finds a separate debug file by build id, then by debuglink. NULL when none.
+ * Debug files come only from trusted places: the configured debug directories on the
+ * host, and the object's own directory (and its .debug/) when the caller opened the object
+ * by a host path. Nothing is taken from inside another process's root (root, "/proc/...")
+ * nor next to an object opened through /proc: those directories belong to that process's
+ * tenant, and its debug file would name frames of every process mapping the same file.
+ */
 static struct elf_file *find_debug_file(const struct symcache *sc, const struct elf_file *ef,
 					const char *root)
 {
-	const char *prefixes[2] = {root && *root ? root : NULL, ""};
 	const char *bid = elf_file__build_id(ef);
 	const char *path = elf_file__path(ef);
 	const char *link, *slash, *dir_in_root = path;
+	bool via_proc = strncmp(path, "/proc/", 6) == 0;
 	struct elf_file *dbg = NULL;
 	char buf[4096];
 	uint32_t crc = 0;
 	size_t dirlen;
 
-	/* build id: <prefix><debugdir>/.build-id/ab/cdef....debug */
-	for (int p = 0; p < 2 && bid && strlen(bid) > 2; p++) {
-		const char *d = sc->debug_dirs;
+	/* build id: <debugdir>/.build-id/ab/cdef....debug */
+	for (const char *d = sc->debug_dirs; bid && strlen(bid) > 2 && *d && !dbg;) {
+		size_t n = strcspn(d, ":");
 
-		if (!prefixes[p])
-			continue;
-		while (*d && !dbg) {
-			size_t n = strcspn(d, ":");
-
-			if (n && snprintf(buf, sizeof(buf), "%s%.*s/.build-id/%.2s/%s.debug",
-					  prefixes[p], (int)n, d, bid, bid + 2) < (int)sizeof(buf))
-				dbg = try_debug_file(buf, bid, NULL);
-			d += n + (d[n] == ':');
-		}
-		if (dbg)
-			return dbg;
+		if (n && snprintf(buf, sizeof(buf), "%.*s/.build-id/%.2s/%s.debug", (int)n, d, bid,
+				  bid + 2) < (int)sizeof(buf))
+			dbg = try_debug_file(buf, bid, NULL);
+		d += n + (d[n] == ':');
 	}
+	if (dbg)
+		return dbg;
 
 	link = elf_file__debuglink(ef, &crc);
 	slash = strrchr(path, '/');
 	if (!link || !slash)
 		return NULL;
 	dirlen = slash - path; /* directory of the file as we can open it */
-	/* same dir, then <dir>/.debug/ */
-	if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)dirlen, path, link) < (int)sizeof(buf) &&
+	/* same dir, then <dir>/.debug/ (host paths only) */
+	if (!via_proc &&
+	    snprintf(buf, sizeof(buf), "%.*s/%s", (int)dirlen, path, link) < (int)sizeof(buf) &&
 	    strcmp(buf, path) != 0 && (dbg = try_debug_file(buf, NULL, &crc)))
 		return dbg;
-	if (snprintf(buf, sizeof(buf), "%.*s/.debug/%s", (int)dirlen, path, link) <
+	if (!via_proc &&
+	    snprintf(buf, sizeof(buf), "%.*s/.debug/%s", (int)dirlen, path, link) <
 		    (int)sizeof(buf) &&
 	    (dbg = try_debug_file(buf, NULL, &crc)))
 		return dbg;
-	/* <prefix><debugdir><dir inside the root>/<name> */
-	if (prefixes[0] && strncmp(path, prefixes[0], strlen(prefixes[0])) == 0)
-		dir_in_root = path + strlen(prefixes[0]);
+	/* <debugdir><dir inside the root>/<name>, on the host */
+	if (root && *root && strncmp(path, root, strlen(root)) == 0)
+		dir_in_root = path + strlen(root);
 	dirlen = slash - dir_in_root;
-	for (int p = 0; p < 2; p++) {
-		const char *d = sc->debug_dirs;
+	for (const char *d = sc->debug_dirs; *d;) {
+		size_t n = strcspn(d, ":");
 
-		if (!prefixes[p])
-			continue;
-		while (*d) {
-			size_t n = strcspn(d, ":");
-
-			if (n &&
-			    snprintf(buf, sizeof(buf), "%s%.*s%.*s/%s", prefixes[p], (int)n, d,
-				     (int)dirlen, dir_in_root, link) < (int)sizeof(buf) &&
-			    (dbg = try_debug_file(buf, NULL, &crc)))
-				return dbg;
-			d += n + (d[n] == ':');
-		}
+		if (n &&
+		    snprintf(buf, sizeof(buf), "%.*s%.*s/%s", (int)n, d, (int)dirlen, dir_in_root,
+			     link) < (int)sizeof(buf) &&
+		    (dbg = try_debug_file(buf, NULL, &crc)))
+			return dbg;
+		d += n + (d[n] == ':');
 	}
 	return NULL;
+}
+
+/*
+ * The debug file of a stripped ef from debuginfod, when it is in the local cache already.
+ * Otherwise the fetch runs in the background and t is marked to be rebuilt when it ends.
+ */
+static struct elf_file *fetched_debug_file(struct symcache *sc, const struct elf_file *ef,
+					   struct symtab *t)
+{
+	const char *bid = elf_file__build_id(ef);
+	struct elf_file *dbg;
+	char *path;
+	int err;
+
+	if (!bid)
+		return NULL;
+	t->dbg_gen = debuginfod__generation(sc->dbgd);
+	err = debuginfod__find(sc->dbgd, bid, &path);
+	if (err == -EAGAIN || err == -ENOBUFS)
+		t->dbg_wait = true;
+	if (err)
+		return NULL;
+	dbg = try_debug_file(path, bid, NULL);
+	free(path);
+	return dbg;
+}
+
+/* Whether ef has a DWARF line table (libdw reads it in dwarf_lines.c). */
+static bool has_lines(const struct elf_file *ef)
+{
+	struct elf_section sec;
+
+	return !elf_file__section(ef, ".debug_line", &sec) ||
+	       !elf_file__section(ef, ".zdebug_line", &sec);
 }
 
 static void builder_keep(struct builder *b, struct elf_file *ef)
@@ -547,6 +587,7 @@ static struct symtab *build_table(struct symcache *sc, struct elf_file *ef, cons
 	struct builder b = {0};
 	struct symtab *t = NULL;
 	struct elf_section sec;
+	bool have_symtab;
 	uint16_t type = elf_file__type(ef);
 	int err = 0;
 
@@ -561,9 +602,23 @@ static struct symtab *build_table(struct symcache *sc, struct elf_file *ef, cons
 	if (type != ET_EXEC && type != ET_DYN)
 		goto finish; /* relocatable objects have no final addresses: empty table */
 
-	if (!elf_file__section(ef, ".symtab", &sec)) {
+	/* Go: names and lines from .gopclntab (all that stripped Go binaries have) */
+	t->go = gopclntab__open(ef);
+
+	if (sc->lines && has_lines(ef))
+		t->dwarf_ef = elf_file__get(ef);
+	have_symtab = !elf_file__section(ef, ".symtab", &sec);
+	if (have_symtab) {
 		err = add_symbols(&b, ef, ".symtab", SRC_SYMTAB);
-	} else {
+		/* the file was cut short under its mapping: .symtab read as zeros */
+		if (!err && elf_file__truncated(ef)) {
+			pr_warn("%s was truncated while in use: naming from what is left",
+				elf_file__path(ef));
+			b.n = 0;
+			have_symtab = false;
+		}
+	}
+	if (!err && !have_symtab) {
 		struct elf_file *dbg, *mini;
 		size_t ndyn;
 
@@ -573,7 +628,11 @@ static struct symtab *build_table(struct symcache *sc, struct elf_file *ef, cons
 		ndyn = b.n;
 
 		dbg = find_debug_file(sc, ef, root);
+		if (!dbg && sc->dbgd)
+			dbg = fetched_debug_file(sc, ef, t);
 		if (dbg) {
+			if (sc->lines && !t->dwarf_ef && has_lines(dbg))
+				t->dwarf_ef = elf_file__get(dbg);
 			builder_keep(&b, dbg);
 			err = add_symbols(&b, dbg, ".symtab", SRC_DEBUGINFO);
 		}
@@ -616,7 +675,7 @@ static const char *display_name(struct symcache *sc, const struct symtab *t, uin
 	const char *raw = t->names + t->syms[idx].name;
 	struct demangled *d;
 
-	if (raw[0] != '_' || raw[1] != 'Z')
+	if (raw[0] != '_' || (raw[1] != 'Z' && raw[1] != 'R'))
 		return raw;
 	d = &sc->dm[(t->gen * 0x9e3779b97f4a7c15ull + idx) % SC_DEMANGLE_SLOTS];
 	if (d->name && d->gen == t->gen && d->idx == idx)
@@ -636,6 +695,24 @@ static const char *display_name(struct symcache *sc, const struct symtab *t, uin
 	return d->name ? d->name : raw;
 }
 
+/* Names a Go function (with its file and line) from the binary's .gopclntab. */
+static int go_lookup(const struct gopclntab *go, uint64_t vaddr, struct sym_result *out)
+{
+	struct gopclntab_func f;
+	int err;
+
+	err = gopclntab__lookup(go, vaddr, true, &f);
+	if (err)
+		return err;
+	out->name = f.name;
+	out->offset = vaddr - f.entry;
+	out->source = "gopclntab";
+	out->file = f.file;
+	out->line = f.line;
+	out->start_line = f.file ? f.start_line : 0;
+	return 0;
+}
+
 /* See symcache.h. stats.hits counts lookups whose table was already cached. */
 int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_prefix,
 		     uint64_t vaddr, struct sym_result *out)
@@ -651,17 +728,19 @@ int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_
 	key = make_key(ef, keybuf, sizeof(keybuf), &heap);
 	if (!key)
 		return -ENOMEM;
-	hash = fnv1a(key, strlen(key), 0xcbf29ce484222325ull);
+	hash = hash__str(key);
 	for (t = sc->buckets[hash % SC_BUCKETS]; t; t = t->hnext)
 		if (t->hash == hash && strcmp(t->key, key) == 0)
 			break;
+	if (t && t->dbg_wait && debuginfod__generation(sc->dbgd) != t->dbg_gen) {
+		/* a debuginfod fetch ended since t was built: build it again with what came */
+		table_remove(sc, t);
+		t = NULL;
+	}
 	if (t) {
 		free(heap);
 		sc->stats.hits++;
-		if (t != sc->lru_head) {
-			lru_unlink(sc, t);
-			lru_push_head(sc, t);
-		}
+		lru__touch(&sc->lru, &t->lru);
 	} else {
 		char *owned = heap ? heap : strdup(key);
 
@@ -672,12 +751,14 @@ int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_
 			return -errno; /* out of memory: nothing cached, a later lookup retries */
 		t->hnext = sc->buckets[hash % SC_BUCKETS];
 		sc->buckets[hash % SC_BUCKETS] = t;
-		lru_push_head(sc, t);
+		lru__push_head(&sc->lru, &t->lru);
 		sc->stats.tables++;
 		sc->stats.bytes += t->bytes;
 		evict(sc, t);
 	}
 
+	if (t->go && go_lookup(t->go, vaddr, out) == 0)
+		return 0;
 	if (!t->nsyms || vaddr < t->syms[0].addr)
 		return -ENOENT;
 	/* last symbol with addr <= vaddr */
@@ -698,5 +779,23 @@ int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_
 	out->name = display_name(sc, t, lo);
 	out->offset = vaddr - s->addr;
 	out->source = src_names[s->size_src >> SC_SIZE_BITS];
+	out->file = NULL;
+	out->line = out->start_line = 0;
+	if (t->dwarf_ef) {
+		struct elf_identity eid;
+		struct dl_file_id id;
+		struct src_line sl;
+
+		/* the path is reopened: only the file that was checked and mapped is read */
+		if (!elf_file__identity(t->dwarf_ef, &eid))
+			return 0;
+		id = (struct dl_file_id){eid.dev, eid.ino, eid.size, eid.ctime_ns};
+		if (dwarf_lines__lookup(sc->lines, t->gen, elf_file__path(t->dwarf_ef), &id, vaddr,
+					&sl) == 0) {
+			out->file = sl.file;
+			out->line = sl.line;
+			out->start_line = sl.start_line;
+		}
+	}
 	return 0;
 }

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <libunwind.h>
-#include <linux/elf.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,8 @@
 #include "elf.h"
 #include "mlprof/sample.h"
 #include "proc.h"
+#include "unwind_fp.h"
+#include "unwind_table.h"
 
 /* Exported by libunwind-x86_64 but not declared in its public headers (perf does the same). */
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
@@ -27,8 +28,12 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 #define MAX_OBJS 128
 /* Parsed unwind tables kept across processes (each holds a reference on its ELF file). */
 #define MAX_TABLES 512
-/* Bound on FDEs indexed when synthesizing a table from .eh_frame. */
-#define MAX_SYNTH_FDES (1u << 21)
+/*
+ * Room kept free when an unwind starts: caches are trimmed only then (make_room), so one
+ * unwind can add this many tables (objects) before lookups start missing.
+ */
+#define TABLE_HEADROOM 64
+#define OBJ_HEADROOM   32
 /* Reads this far above the stack copy are taken for stack reads (copy too short). */
 #define STACK_SLACK (8ull << 20)
 /*
@@ -45,54 +50,14 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 /* Offsets in an object's fake range of its translated .debug_frame index and image. */
 #define FAKE_DBG_TABLE (1ull << 34)
 #define FAKE_DBG_IMAGE (1ull << 35)
-/* Largest .debug_frame section translated (larger ones are skipped and counted). */
-#define MAX_DEBUG_FRAME (64u << 20)
 /* Bound on the translated .debug_frame images and indexes held by all tables together. */
 #define MAX_DEBUG_FRAME_TOTAL (256ull << 20)
-
-#ifndef PT_GNU_EH_FRAME
-#define PT_GNU_EH_FRAME 0x6474e550
-#endif
-
-#define DW_EH_PE_omit	  0xff
-#define DW_EH_PE_absptr	  0x00
-#define DW_EH_PE_uleb128  0x01
-#define DW_EH_PE_udata2	  0x02
-#define DW_EH_PE_udata4	  0x03
-#define DW_EH_PE_udata8	  0x04
-#define DW_EH_PE_sleb128  0x09
-#define DW_EH_PE_sdata2	  0x0a
-#define DW_EH_PE_sdata4	  0x0b
-#define DW_EH_PE_sdata8	  0x0c
-#define DW_EH_PE_pcrel	  0x10
-#define DW_EH_PE_datarel  0x30
-#define DW_EH_PE_indirect 0x80
-
-/* Unwind index of one ELF file: where its binary search table lives (vaddrs in the file). */
-struct eh_table {
-	struct elf_file *ef; /* own reference */
-	bool ok;
-	uint64_t segbase; /* vaddr the table entries are relative to */
-	uint64_t table;	  /* vaddr of the .eh_frame_hdr table (unused when synth) */
-	uint64_t count;	  /* entries */
-	int32_t *synth;	  /* synthesized (initial_loc, fde) pairs, or NULL */
-	uint64_t lo, hi;  /* vaddr extent of the PT_LOAD segments */
-	uint64_t entry;	  /* e_entry, 0 when none */
-	struct elf_section hdr_sec, frame_sec; /* fast paths for reads (data may be NULL) */
-	uint64_t last_use;
-	/* .debug_frame translated on first need: 0 not tried, 1 ready, -1 none/unusable */
-	int dbg_state;
-	uint8_t *dbg_image; /* .eh_frame form of .debug_frame, FDE addresses absolute */
-	size_t dbg_image_len;
-	int32_t *dbg_tab; /* sorted (pc - lo, FDE offset in dbg_image) pairs */
-	uint64_t dbg_count;
-};
 
 /* One ELF image placed in a process: runtime = vaddr + bias. */
 struct uw_obj {
 	uint64_t lo, hi; /* runtime extent */
 	uint64_t bias;
-	struct eh_table *t;
+	struct unwind_table *t;
 };
 
 /* Per-process libunwind state. */
@@ -110,10 +75,11 @@ struct unwinder {
 	struct proc_cache *pc;
 	struct uw_space spaces[MAX_SPACES];
 	size_t nspaces;
-	struct eh_table *tables[MAX_TABLES];
+	struct unwind_table *tables[MAX_TABLES];
 	size_t ntables;
 	uint64_t tick;
 	uint64_t dbg_bytes; /* held in translated .debug_frame images and indexes */
+	struct unwind_fp *fp;
 	struct unwind_stats stats;
 };
 
@@ -123,6 +89,7 @@ struct uw_call {
 	struct uw_space *sp;
 	struct proc *p;
 	const struct mlprof_sample *s;
+	const __u64 *regs; /* registers of the first frame: the sample's, or where FP left off */
 	uint64_t stack_lo, stack_len;
 	bool stack_cut; /* a read hit the stack above the copy */
 	bool no_info;	/* find_proc_info found nothing during this step */
@@ -130,602 +97,7 @@ struct uw_call {
 	uint64_t no_info_ip;
 };
 
-/* ---- DWARF pointer decoding over a bounded buffer ---- */
-
-struct cur {
-	const uint8_t *p, *end;
-	uint64_t vaddr; /* vaddr of *p */
-	bool bad;
-};
-
-static void cur_skip(struct cur *c, size_t n)
-{
-	if ((size_t)(c->end - c->p) < n) {
-		c->bad = true;
-		c->p = c->end;
-		return;
-	}
-	c->p += n;
-	c->vaddr += n;
-}
-
-static uint64_t cur_uint(struct cur *c, size_t n)
-{
-	uint64_t v = 0;
-
-	if ((size_t)(c->end - c->p) < n) {
-		c->bad = true;
-		c->p = c->end;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		v |= (uint64_t)c->p[i] << (8 * i);
-	cur_skip(c, n);
-	return v;
-}
-
-static uint64_t cur_uleb(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p;
-
-		cur_skip(c, 1);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return 0;
-}
-
-static int64_t cur_sleb(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p;
-
-		cur_skip(c, 1);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= ~0ull << shift;
-			return (int64_t)v;
-		}
-	}
-	c->bad = true;
-	return 0;
-}
-
-/* Reads a DW_EH_PE encoded pointer; datarel is relative to datarel_base. */
-static bool cur_encoded(struct cur *c, uint8_t enc, uint64_t datarel_base, uint64_t *out)
-{
-	uint64_t field = c->vaddr, v;
-
-	if (enc == DW_EH_PE_omit)
-		return false;
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-	case DW_EH_PE_udata8:
-	case DW_EH_PE_sdata8:
-		v = cur_uint(c, 8);
-		break;
-	case DW_EH_PE_uleb128:
-		v = cur_uleb(c);
-		break;
-	case DW_EH_PE_udata2:
-		v = cur_uint(c, 2);
-		break;
-	case DW_EH_PE_udata4:
-		v = cur_uint(c, 4);
-		break;
-	case DW_EH_PE_sleb128:
-		v = (uint64_t)cur_sleb(c);
-		break;
-	case DW_EH_PE_sdata2:
-		v = (uint64_t)(int64_t)(int16_t)cur_uint(c, 2);
-		break;
-	case DW_EH_PE_sdata4:
-		v = (uint64_t)(int64_t)(int32_t)cur_uint(c, 4);
-		break;
-	default:
-		c->bad = true;
-		return false;
-	}
-	switch (enc & 0x70) {
-	case 0:
-		break;
-	case DW_EH_PE_pcrel:
-		v += field;
-		break;
-	case DW_EH_PE_datarel:
-		v += datarel_base;
-		break;
-	default:
-		return false;
-	}
-	if (enc & DW_EH_PE_indirect)
-		return false;
-	*out = v;
-	return !c->bad;
-}
-
-/* ---- unwind tables ---- */
-
-struct cie_enc {
-	uint64_t off;
-	uint8_t enc;
-};
-
-/* FDE pointer encoding of the CIE at offset off of .eh_frame; false when unusable. */
-static bool parse_cie(const struct elf_section *fs, uint64_t off, uint8_t *enc)
-{
-	struct cur c = {fs->data + off, fs->data + fs->size, fs->addr + off, false};
-	uint64_t len = cur_uint(&c, 4), id;
-	const char *aug;
-	size_t auglen;
-	uint8_t version;
-
-	*enc = DW_EH_PE_absptr;
-	if (len == 0xffffffffu)
-		len = cur_uint(&c, 8);
-	if (c.bad || len > (uint64_t)(c.end - c.p))
-		return false;
-	c.end = c.p + len;
-	id = cur_uint(&c, 4);
-	version = (uint8_t)cur_uint(&c, 1);
-	if (c.bad || id != 0 || (version != 1 && version != 3))
-		return false;
-	aug = (const char *)c.p;
-	auglen = strnlen(aug, (size_t)(c.end - c.p));
-	if (auglen == (size_t)(c.end - c.p))
-		return false;
-	cur_skip(&c, auglen + 1);
-	if (strstr(aug, "eh"))
-		cur_skip(&c, 8);
-	cur_uleb(&c); /* code alignment */
-	cur_sleb(&c); /* data alignment */
-	if (version == 1)
-		cur_skip(&c, 1);
-	else
-		cur_uleb(&c);
-	if (aug[0] != 'z')
-		return !c.bad;
-	cur_uleb(&c); /* augmentation data length */
-	for (size_t i = 1; i < auglen && !c.bad; i++) {
-		uint64_t dummy;
-
-		switch (aug[i]) {
-		case 'R':
-			*enc = (uint8_t)cur_uint(&c, 1);
-			return !c.bad;
-		case 'L':
-			cur_skip(&c, 1);
-			break;
-		case 'P': {
-			uint8_t penc = (uint8_t)cur_uint(&c, 1);
-
-			/* the value may be indirect: only its size matters here */
-			cur_encoded(&c, penc & 0x7f, 0, &dummy);
-			break;
-		}
-		case 'S':
-		case 'B':
-			break;
-		default:
-			return false;
-		}
-	}
-	return !c.bad;
-}
-
-static int cmp_pair(const void *a, const void *b)
-{
-	const int32_t *x = a, *y = b;
-
-	return x[0] < y[0] ? -1 : x[0] > y[0];
-}
-
-/* Builds a sorted (initial_loc, fde) table relative to .eh_frame when .eh_frame_hdr is absent. */
-static int synth_table(struct eh_table *t)
-{
-	const struct elf_section *fs = &t->frame_sec;
-	struct cie_enc cies[64];
-	size_t ncies = 0, n = 0, cap = 0;
-	int32_t *tab = NULL;
-	uint64_t off = 0;
-
-	while (fs->size - off >= 8) {
-		struct cur c = {fs->data + off, fs->data + fs->size, fs->addr + off, false};
-		uint64_t len = cur_uint(&c, 4), id_field, cie_off, pc_begin;
-		uint8_t enc = 0;
-		bool found = false;
-
-		if (len == 0)
-			break;
-		if (len == 0xffffffffu)
-			len = cur_uint(&c, 8);
-		if (c.bad || len < 4 || len > (uint64_t)(c.end - c.p))
-			break;
-		uint64_t next = (uint64_t)(c.p - fs->data) + len;
-
-		id_field = (uint64_t)(c.p - fs->data);
-		cie_off = cur_uint(&c, 4);
-		if (cie_off != 0 && cie_off <= id_field) {
-			cie_off = id_field - cie_off;
-			for (size_t i = 0; i < ncies; i++) {
-				if (cies[i].off == cie_off) {
-					enc = cies[i].enc;
-					found = true;
-					break;
-				}
-			}
-			if (!found) {
-				if (!parse_cie(fs, cie_off, &enc))
-					goto next;
-				if (ncies == sizeof(cies) / sizeof(cies[0]))
-					ncies = 0;
-				cies[ncies++] = (struct cie_enc){cie_off, enc};
-			}
-			if (!cur_encoded(&c, enc, 0, &pc_begin) || !pc_begin)
-				goto next;
-			int64_t rel_pc = (int64_t)(pc_begin - t->segbase);
-			int64_t rel_fde = (int64_t)off;
-
-			if (rel_pc != (int32_t)rel_pc || rel_fde != (int32_t)rel_fde)
-				goto next;
-			if (n >= MAX_SYNTH_FDES)
-				break;
-			if (n == cap) {
-				size_t ncap = cap ? cap * 2 : 256;
-				int32_t *p = realloc(tab, ncap * 2 * sizeof(*tab));
-
-				if (!p) {
-					free(tab);
-					return -ENOMEM;
-				}
-				tab = p;
-				cap = ncap;
-			}
-			tab[2 * n] = (int32_t)rel_pc;
-			tab[2 * n + 1] = (int32_t)rel_fde;
-			n++;
-		}
-	next:
-		off = next;
-	}
-	if (!n) {
-		free(tab);
-		return -ENOENT;
-	}
-	qsort(tab, n, 2 * sizeof(*tab), cmp_pair);
-	t->synth = tab;
-	t->count = n;
-	return 0;
-}
-
-/* ---- .debug_frame translated into an .eh_frame image ---- */
-
-struct dbg_cie_map {
-	uint64_t in_off;
-	uint32_t out_off;
-	bool ok;
-};
-
-/* Growable output buffer bounded by MAX_DEBUG_FRAME. */
-struct obuf {
-	uint8_t *p;
-	size_t len, cap;
-	int err;
-};
-
-static uint8_t *obuf_grow(struct obuf *o, size_t n)
-{
-	uint8_t *at;
-
-	if (o->err)
-		return NULL;
-	if (n > MAX_DEBUG_FRAME || o->len > MAX_DEBUG_FRAME - n) {
-		o->err = -E2BIG;
-		return NULL;
-	}
-	if (o->len + n > o->cap) {
-		size_t ncap = o->cap ? o->cap : 4096;
-		uint8_t *p;
-
-		while (ncap < o->len + n)
-			ncap *= 2;
-		p = realloc(o->p, ncap);
-		if (!p) {
-			o->err = -ENOMEM;
-			return NULL;
-		}
-		o->p = p;
-		o->cap = ncap;
-	}
-	at = o->p + o->len;
-	o->len += n;
-	return at;
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* Reads an initial length; sets *end to the entry's end and *is64 for the 64-bit format. */
-static bool dbg_entry_len(struct cur *c, const uint8_t **end, bool *is64)
-{
-	uint64_t len = cur_uint(c, 4);
-
-	*is64 = len == 0xffffffffu;
-	if (*is64)
-		len = cur_uint(c, 8);
-	if (c->bad || len > (uint64_t)(c->end - c->p))
-		return false;
-	*end = c->p + len;
-	return true;
-}
-
-/*
- * Appends the .eh_frame form of the .debug_frame CIE at in_off: CIE id 0, version 4
- * becomes 3 without its address and segment sizes, everything else is kept. Only an
- * empty augmentation is taken, so FDE addresses stay absolute 8-byte values (libunwind's
- * default for a CIE without 'R'). Returns false when the CIE is corrupt or unsupported.
- */
-static bool dbg_put_cie(const uint8_t *df, size_t df_len, uint64_t in_off, struct obuf *o,
-			uint32_t *out_off)
-{
-	struct cur c = {df, df + df_len, 0, false};
-	const uint8_t *end, *rest;
-	uint64_t id;
-	uint8_t version, *w;
-	bool is64;
-	size_t n;
-
-	cur_skip(&c, in_off);
-	if (c.bad || !dbg_entry_len(&c, &end, &is64))
-		return false;
-	c.end = end;
-	id = cur_uint(&c, is64 ? 8 : 4);
-	version = (uint8_t)cur_uint(&c, 1);
-	if (c.bad || id != (is64 ? UINT64_MAX : 0xffffffffu) ||
-	    (version != 1 && version != 3 && version != 4))
-		return false;
-	if (cur_uint(&c, 1) != 0) /* augmentation string */
-		return false;
-	if (version == 4 && (cur_uint(&c, 1) != 8 || cur_uint(&c, 1) != 0))
-		return false; /* address size, segment selector size */
-	rest = c.p;
-	cur_uleb(&c); /* code alignment */
-	cur_sleb(&c); /* data alignment */
-	if (version == 1)
-		cur_skip(&c, 1);
-	else
-		cur_uleb(&c); /* return address column */
-	if (c.bad)
-		return false;
-	n = (size_t)(end - rest);
-	if (n > UINT32_MAX - 6 || o->len > INT32_MAX)
-		return false;
-	*out_off = (uint32_t)o->len;
-	w = obuf_grow(o, 4 + 4 + 1 + 1 + n);
-	if (!w)
-		return false;
-	put_u32(w, (uint32_t)(4 + 1 + 1 + n));
-	put_u32(w + 4, 0);
-	w[8] = version == 4 ? 3 : version;
-	w[9] = 0;
-	memcpy(w + 10, rest, n);
-	return true;
-}
-
-/*
- * See unwind.h. Every length and offset is checked against the section; a bad entry
- * length ends the walk (what came before is kept), a bad CIE drops its FDEs.
- */
-int unwind__debug_frame_to_eh(const uint8_t *df, size_t df_len, uint64_t lo, uint64_t hi,
-			      uint8_t **image, size_t *image_len, int32_t **index)
-{
-	struct dbg_cie_map cies[64];
-	size_t ncies = 0, next_cie = 0, n = 0, cap = 0;
-	struct obuf o = {NULL, 0, 0, 0};
-	int32_t *tab = NULL;
-	uint64_t off = 0;
-	int err;
-
-	*image = NULL;
-	*image_len = 0;
-	*index = NULL;
-	if (!df || hi <= lo || hi - lo > INT32_MAX || df_len > MAX_DEBUG_FRAME)
-		return -EINVAL;
-	while (df_len - off >= 4) {
-		struct cur c = {df + off, df + df_len, off, false};
-		const uint8_t *end;
-		uint64_t cie_off, pc, range;
-		uint32_t out_cie = 0;
-		bool is64, found = false, ok = false;
-		uint8_t *w;
-		size_t ninstr, fde_off;
-
-		if (!dbg_entry_len(&c, &end, &is64))
-			break; /* a bad length: nothing after it can be found */
-		uint64_t next = (uint64_t)(end - df);
-
-		if (end == c.p)
-			goto next; /* zero-length padding */
-		c.end = end;
-		cie_off = cur_uint(&c, is64 ? 8 : 4);
-		if (c.bad || cie_off == (is64 ? UINT64_MAX : 0xffffffffu))
-			goto next; /* a CIE: written when an FDE uses it */
-		for (size_t i = 0; i < ncies; i++) {
-			if (cies[i].in_off == cie_off) {
-				ok = cies[i].ok;
-				out_cie = cies[i].out_off;
-				found = true;
-				break;
-			}
-		}
-		if (!found) {
-			/* a CIE must be a different entry, not this FDE */
-			ok = cie_off != off && dbg_put_cie(df, df_len, cie_off, &o, &out_cie);
-			if (o.err)
-				break;
-			cies[next_cie] = (struct dbg_cie_map){cie_off, out_cie, ok};
-			next_cie = (next_cie + 1) % (sizeof(cies) / sizeof(cies[0]));
-			if (ncies < sizeof(cies) / sizeof(cies[0]))
-				ncies++;
-		}
-		if (!ok)
-			goto next;
-		pc = cur_uint(&c, 8);
-		range = cur_uint(&c, 8);
-		/* code dropped by the linker has pc 0 or a tombstone (-1, -2) outside [lo, hi) */
-		if (c.bad || pc < lo || pc >= hi || !range || range > hi - pc)
-			goto next;
-		if (o.len > INT32_MAX || n >= MAX_SYNTH_FDES)
-			break;
-		ninstr = (size_t)(end - c.p);
-		if (ninstr > UINT32_MAX - 20)
-			goto next;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			int32_t *p = realloc(tab, ncap * 2 * sizeof(*tab));
-
-			if (!p) {
-				o.err = -ENOMEM;
-				break;
-			}
-			tab = p;
-			cap = ncap;
-		}
-		fde_off = o.len;
-		w = obuf_grow(&o, 4 + 4 + 8 + 8 + ninstr);
-		if (!w)
-			break;
-		tab[2 * n] = (int32_t)(pc - lo);
-		tab[2 * n + 1] = (int32_t)fde_off;
-		put_u32(w, (uint32_t)(4 + 8 + 8 + ninstr));
-		/* eh_frame CIE pointer: distance back from this field to the CIE */
-		put_u32(w + 4, (uint32_t)(fde_off + 4 - out_cie));
-		put_u64(w + 8, pc);
-		put_u64(w + 16, range);
-		memcpy(w + 24, c.p, ninstr);
-		n++;
-	next:
-		off = next;
-	}
-	err = o.err;
-	if (!err && !n)
-		err = -ENOENT;
-	if (err) {
-		free(o.p);
-		free(tab);
-		return err;
-	}
-	qsort(tab, n, 2 * sizeof(*tab), cmp_pair);
-	*image = o.p;
-	*image_len = o.len;
-	*index = tab;
-	return (int)n;
-}
-
-/* Finds PT_LOAD extent and PT_GNU_EH_FRAME in the program headers (bounds checked). */
-static void scan_phdrs(struct eh_table *t, uint64_t *ehf_vaddr)
-{
-	size_t len;
-	const uint8_t *d = elf_file__data(t->ef, &len);
-	Elf64_Ehdr eh;
-
-	*ehf_vaddr = 0;
-	t->lo = UINT64_MAX;
-	t->hi = 0;
-	if (!d || len < sizeof(eh))
-		return;
-	memcpy(&eh, d, sizeof(eh));
-	if (eh.e_phentsize < sizeof(Elf64_Phdr) || eh.e_phoff > len ||
-	    eh.e_phnum > (len - eh.e_phoff) / eh.e_phentsize)
-		return;
-	for (unsigned int i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-
-		memcpy(&ph, d + eh.e_phoff + (uint64_t)i * eh.e_phentsize, sizeof(ph));
-		if (ph.p_type == PT_LOAD && ph.p_vaddr + ph.p_memsz >= ph.p_vaddr) {
-			if (ph.p_vaddr < t->lo)
-				t->lo = ph.p_vaddr;
-			if (ph.p_vaddr + ph.p_memsz > t->hi)
-				t->hi = ph.p_vaddr + ph.p_memsz;
-		} else if (ph.p_type == PT_GNU_EH_FRAME) {
-			*ehf_vaddr = ph.p_vaddr;
-		}
-	}
-}
-
-/* Parses .eh_frame_hdr (or synthesizes a table from .eh_frame) for t->ef. */
-static void table_parse(struct eh_table *t)
-{
-	uint64_t ehf_vaddr, eh_frame_ptr, count;
-	struct cur c;
-	uint8_t enc_ptr, enc_count, enc_table;
-
-	scan_phdrs(t, &ehf_vaddr);
-	if (t->lo >= t->hi)
-		return;
-	if (elf_file__section(t->ef, ".eh_frame", &t->frame_sec) || !t->frame_sec.data)
-		memset(&t->frame_sec, 0, sizeof(t->frame_sec));
-	if (elf_file__section(t->ef, ".eh_frame_hdr", &t->hdr_sec) || !t->hdr_sec.data) {
-		uint64_t off;
-		size_t len;
-		const uint8_t *d = elf_file__data(t->ef, &len);
-
-		memset(&t->hdr_sec, 0, sizeof(t->hdr_sec));
-		/* stripped section headers: PT_GNU_EH_FRAME still locates the header */
-		if (ehf_vaddr && !elf_file__vaddr_to_offset(t->ef, ehf_vaddr, &off) && off < len) {
-			t->hdr_sec.addr = ehf_vaddr;
-			t->hdr_sec.data = d + off;
-			t->hdr_sec.size = len - off;
-		}
-	}
-	if (t->hdr_sec.data && t->hdr_sec.size >= 4) {
-		c = (struct cur){t->hdr_sec.data, t->hdr_sec.data + t->hdr_sec.size,
-				 t->hdr_sec.addr, false};
-		if (cur_uint(&c, 1) == 1) {
-			enc_ptr = (uint8_t)cur_uint(&c, 1);
-			enc_count = (uint8_t)cur_uint(&c, 1);
-			enc_table = (uint8_t)cur_uint(&c, 1);
-			if (cur_encoded(&c, enc_ptr, t->hdr_sec.addr, &eh_frame_ptr) &&
-			    cur_encoded(&c, enc_count, t->hdr_sec.addr, &count) &&
-			    enc_table == (DW_EH_PE_datarel | DW_EH_PE_sdata4) && count &&
-			    count <= (uint64_t)(c.end - c.p) / 8) {
-				t->segbase = t->hdr_sec.addr;
-				t->table = c.vaddr;
-				t->count = count;
-				t->ok = true;
-				return;
-			}
-		}
-	}
-	if (t->frame_sec.data && t->frame_sec.size) {
-		t->segbase = t->frame_sec.addr;
-		if (synth_table(t) == 0)
-			t->ok = true;
-	}
-}
+/* ---- unwind tables (shared by every process that maps the file) ---- */
 
 static void unwinder_flush_spaces(struct unwinder *u)
 {
@@ -736,88 +108,65 @@ static void unwinder_flush_spaces(struct unwinder *u)
 	}
 }
 
-static void table_free(struct eh_table *t)
+/*
+ * Finds or builds ef's table. Never frees one: objects of the unwind in progress point at
+ * tables (make_room trims between unwinds). NULL when the cache is full or on ENOMEM.
+ */
+static struct unwind_table *table_get(struct unwinder *u, struct elf_file *ef)
 {
-	if (!t)
-		return;
-	elf_file__put(t->ef);
-	free(t->synth);
-	free(t->dbg_image);
-	free(t->dbg_tab);
-	free(t);
-}
-
-static struct eh_table *table_get(struct unwinder *u, struct elf_file *ef)
-{
-	struct eh_table *t;
+	struct unwind_table *t;
 
 	for (size_t i = 0; i < u->ntables; i++) {
-		if (u->tables[i]->ef == ef) {
-			u->tables[i]->last_use = ++u->tick;
+		if (u->tables[i]->ef == ef)
 			return u->tables[i];
-		}
 	}
-	if (u->ntables == MAX_TABLES) {
-		/* objects in every space point at tables: forget them all, rarely */
-		unwinder_flush_spaces(u);
-		for (size_t i = 0; i < u->ntables; i++)
-			table_free(u->tables[i]);
-		u->ntables = 0;
-		u->dbg_bytes = 0;
-	}
-	t = calloc(1, sizeof(*t));
+	if (u->ntables == MAX_TABLES)
+		return NULL;
+	t = unwind_table__new(ef);
 	if (!t)
 		return NULL;
-	t->ef = elf_file__get(ef);
-	t->entry = elf_file__entry(ef);
-	t->last_use = ++u->tick;
-	table_parse(t);
 	u->tables[u->ntables++] = t;
 	return t;
 }
 
 /*
- * Translates t's .debug_frame on first need (code built without .eh_frame: for instance
- * -fno-asynchronous-unwind-tables -g, hand-written assembly). True when it is ready.
+ * Trims the caches before an unwind starts, the only time nothing points into them:
+ * find_proc_info and the memory accessors keep object and table pointers across
+ * libunwind's nested reads, which may look up further objects. Tables go all at once
+ * (objects in every space point at them, rarely needed); a space's objects go when it
+ * has less than OBJ_HEADROOM free.
  */
-static bool table_debug_frame(struct unwinder *u, struct eh_table *t)
+static void make_room(struct unwinder *u, struct uw_space *sp)
 {
-	struct elf_section sec;
+	if (u->ntables + TABLE_HEADROOM > MAX_TABLES) {
+		unwinder_flush_spaces(u);
+		for (size_t i = 0; i < u->ntables; i++)
+			unwind_table__free(u->tables[i]);
+		u->ntables = 0;
+		u->dbg_bytes = 0;
+	}
+	if (sp && sp->nobjs + OBJ_HEADROOM > MAX_OBJS) {
+		unw_flush_cache(sp->as, 0, 0);
+		sp->nobjs = 0;
+		sp->last_obj = 0;
+	}
+}
+
+/* Translates t's .debug_frame on first need, within MAX_DEBUG_FRAME_TOTAL. True when ready. */
+static bool table_debug_frame(struct unwinder *u, struct unwind_table *t)
+{
 	uint64_t bytes;
-	int n;
+	int err;
 
 	if (t->dbg_state)
 		return t->dbg_state > 0;
-	t->dbg_state = -1;
-	if (elf_file__section(t->ef, ".debug_frame", &sec) || !sec.data || !sec.size)
-		return false;
-	if (sec.size > MAX_DEBUG_FRAME || u->dbg_bytes + sec.size > MAX_DEBUG_FRAME_TOTAL) {
+	err = unwind_table__load_debug_frame(t, MAX_DEBUG_FRAME_TOTAL - u->dbg_bytes, &bytes);
+	if (err == -E2BIG)
 		u->stats.debug_frame_skipped++;
+	if (err)
 		return false;
-	}
-	n = unwind__debug_frame_to_eh(sec.data, sec.size, t->lo, t->hi, &t->dbg_image,
-				      &t->dbg_image_len, &t->dbg_tab);
-	if (n == -E2BIG) {
-		u->stats.debug_frame_skipped++;
-		return false;
-	}
-	if (n <= 0) {
-		pr_debug("no usable .debug_frame in %s: %s", elf_file__path(t->ef), strerror(-n));
-		return false;
-	}
-	bytes = t->dbg_image_len + (uint64_t)n * 8;
-	if (u->dbg_bytes + bytes > MAX_DEBUG_FRAME_TOTAL) {
-		free(t->dbg_image);
-		free(t->dbg_tab);
-		t->dbg_image = NULL;
-		t->dbg_tab = NULL;
-		u->stats.debug_frame_skipped++;
-		return false;
-	}
 	u->dbg_bytes += bytes;
 	u->stats.debug_frame_tables++;
-	t->dbg_count = (uint64_t)n;
-	t->dbg_state = 1;
 	return true;
 }
 
@@ -844,7 +193,7 @@ static struct uw_obj *obj_for_map(struct uw_call *call, const struct proc_map *m
 {
 	struct uw_space *sp = call->sp;
 	struct elf_file *ef;
-	struct eh_table *t;
+	struct unwind_table *t;
 	struct uw_obj *o;
 	uint64_t vaddr, bias;
 
@@ -860,10 +209,8 @@ static struct uw_obj *obj_for_map(struct uw_call *call, const struct proc_map *m
 	if (!t || t->lo >= t->hi)
 		return NULL;
 	bias = m->start - vaddr;
-	if (sp->nobjs == MAX_OBJS) {
-		unw_flush_cache(sp->as, 0, 0);
-		sp->nobjs = 0;
-	}
+	if (sp->nobjs == MAX_OBJS)
+		return NULL; /* never reset mid-unwind: callers hold pointers into objs */
 	o = &sp->objs[sp->nobjs];
 	o->lo = t->lo + bias;
 	o->hi = t->hi + bias;
@@ -878,38 +225,6 @@ static struct uw_obj *obj_for_map(struct uw_call *call, const struct proc_map *m
 		return NULL;
 	sp->last_obj = sp->nobjs++;
 	return o;
-}
-
-static bool read_section(const struct elf_section *s, uint64_t vaddr, void *buf, size_t len)
-{
-	if (!s->data || vaddr < s->addr || vaddr - s->addr > s->size ||
-	    len > s->size - (vaddr - s->addr))
-		return false;
-	memcpy(buf, s->data + (vaddr - s->addr), len);
-	return true;
-}
-
-/* Reads a word of an object's file image; bytes past the file-backed end read as 0. */
-static bool obj_read(const struct uw_obj *o, uint64_t addr, unw_word_t *val)
-{
-	const struct eh_table *t = o->t;
-	uint64_t vaddr = addr - o->bias;
-	uint8_t b[8];
-
-	if (read_section(&t->frame_sec, vaddr, val, 8) || read_section(&t->hdr_sec, vaddr, val, 8))
-		return true;
-	if (!elf_file__read_vaddr(t->ef, vaddr, val, 8))
-		return true;
-	/* a word straddling a segment end: take the bytes that exist */
-	for (int i = 0; i < 8; i++) {
-		if (elf_file__read_vaddr(t->ef, vaddr + (uint64_t)i, &b[i], 1)) {
-			if (i == 0)
-				return false;
-			b[i] = 0;
-		}
-	}
-	memcpy(val, b, 8);
-	return true;
 }
 
 static struct uw_space *space_get(struct unwinder *u, struct proc *p)
@@ -1043,7 +358,7 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp, in
 		uint64_t idx = (addr - FAKE_TABLE_BASE) >> FAKE_TABLE_SHIFT;
 		uint64_t off = (addr - FAKE_TABLE_BASE) & ((1ull << FAKE_TABLE_SHIFT) - 1);
 
-		const struct eh_table *t = idx < call->sp->nobjs ? call->sp->objs[idx].t : NULL;
+		const struct unwind_table *t = idx < call->sp->nobjs ? call->sp->objs[idx].t : NULL;
 		const uint8_t *data = NULL;
 		uint64_t size = 0;
 
@@ -1083,7 +398,7 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp, in
 		if (m)
 			o = obj_for_map(call, m);
 	}
-	if (o && obj_read(o, addr, valp))
+	if (o && unwind_table__read(o->t, addr - o->bias, valp))
 		return 0;
 	return -UNW_EINVAL;
 }
@@ -1107,7 +422,7 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t regnum, unw_word_t *valp
 
 	if (write || regnum < 0 || regnum > UNW_X86_64_RIP)
 		return -UNW_EBADREG;
-	*valp = call->s->regs[reg_map[regnum]];
+	*valp = call->regs[reg_map[regnum]];
 	return 0;
 }
 
@@ -1149,6 +464,11 @@ struct unwinder *unwinder__new(struct proc_cache *pc)
 	if (!u)
 		return NULL;
 	u->pc = pc;
+	u->fp = unwind_fp__new();
+	if (!u->fp) {
+		free(u);
+		return NULL;
+	}
 	for (size_t i = 0; i < MAX_SPACES; i++) {
 		u->spaces[i].as = unw_create_addr_space(&accessors, 0);
 		if (!u->spaces[i].as) {
@@ -1175,7 +495,8 @@ void unwinder__free(struct unwinder *u)
 		if (u->spaces[i].as)
 			unw_destroy_addr_space(u->spaces[i].as);
 	for (size_t i = 0; i < u->ntables; i++)
-		table_free(u->tables[i]);
+		unwind_table__free(u->tables[i]);
+	unwind_fp__free(u->fp);
 	free(u);
 }
 
@@ -1187,11 +508,81 @@ static enum unwind_end finish(struct unwinder *u, enum unwind_end end, int n)
 	return end;
 }
 
+/* A return address the frame-pointer walk found must point into executable code. */
+static bool fp_code_ok(void *arg, uint64_t addr)
+{
+	struct uw_call *call = arg;
+
+	return proc_cache__find_map(call->u->pc, call->p, addr - 1) != NULL;
+}
+
+/* True when CFI covers ip (a lookup libunwind would do, without its side effects). */
+static bool has_cfi(struct uw_call *call, uint64_t ip)
+{
+	unw_proc_info_t pi;
+	bool ok;
+
+	ok = find_proc_info(call->sp->as, ip, &pi, 0, call) == 0;
+	call->no_info = false;
+	call->at_entry = false;
+	return ok;
+}
+
+/*
+ * Continues an unwind by frame pointer from the frame at r, whose pc no CFI covers:
+ * appends callers to pcs until one's pc has CFI again (returns true: resume libunwind at
+ * r) or the walk ends (false, *end set).
+ */
+static bool fp_fallback(struct uw_call *call, struct fp_regs *r, bool interrupted, uint64_t *pcs,
+			int *n, int max, enum unwind_end *end)
+{
+	struct unwind_stats *st = &call->u->stats;
+	const struct fp_stack stack = {call->stack_lo, call->s->ustack, call->stack_len};
+
+	for (;;) {
+		const struct proc_map *m = proc_cache__find_map(call->u->pc, call->p, r->ip);
+		struct uw_obj *o = m ? obj_for_map(call, m) : NULL;
+		struct fp_code code = {o ? o->t->ef : NULL, o ? o->bias : 0};
+
+		switch (unwind_fp__step(call->u->fp, &stack, &code, interrupted, fp_code_ok, call,
+					r)) {
+		case UNWIND_FP_STEP_GO:
+			st->fp_go_frames++;
+			break;
+		case UNWIND_FP_STEP_BP:
+			break;
+		case UNWIND_FP_STEP_END:
+			*end = UNWIND_END_COMPLETE;
+			return false;
+		case UNWIND_FP_STEP_OUTSIDE:
+			st->fp_failed[UNWIND_FP_FAIL_OUTSIDE_STACK]++;
+			*end = (call->s->flags & MLPROF_SF_USTACK_CUT) ? UNWIND_END_STACK_CUT
+								       : UNWIND_END_NO_INFO;
+			return false;
+		default:
+			st->fp_failed[UNWIND_FP_FAIL_BAD_POINTER]++;
+			*end = UNWIND_END_NO_INFO;
+			return false;
+		}
+		st->fp_frames++;
+		pcs[(*n)++] = r->ip;
+		if (*n >= max) {
+			*end = UNWIND_END_MAX_DEPTH;
+			return false;
+		}
+		interrupted = false;
+		if (has_cfi(call, r->ip - 1))
+			return true;
+	}
+}
+
 int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sample *s,
 		     uint64_t *pcs, int max, enum unwind_end *end)
 {
 	struct uw_call call = {0};
-	unw_word_t ip = 0, sp = 0, prev_ip = 0, prev_sp = 0;
+	unw_word_t ip = 0, sp = 0, bp = 0, prev_ip = 0, prev_sp = 0;
+	__u64 resume_regs[MLPROF_NREGS];
+	struct fp_regs fr;
 	unw_cursor_t cursor;
 	int n = 0, ret;
 
@@ -1206,6 +597,7 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 	call.u = u;
 	call.p = p;
 	call.s = s;
+	call.regs = s->regs;
 	call.stack_lo = s->regs[MLPROF_REG_SP];
 	call.stack_len = s->ustack_len;
 	if (!p) {
@@ -1213,8 +605,8 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 		*end = finish(u, UNWIND_END_NO_INFO, n);
 		return n;
 	}
-	/* the table cache may be reset inside: take the space after nothing else can move */
 	call.sp = space_get(u, p);
+	make_room(u, call.sp);
 	if (!call.sp) {
 		pcs[n++] = s->regs[MLPROF_REG_IP];
 		*end = finish(u, UNWIND_END_BAD_FRAME, n);
@@ -1247,6 +639,8 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 		}
 		prev_ip = ip;
 		prev_sp = sp;
+		if (unw_get_reg(&cursor, UNW_X86_64_RBP, &bp) < 0)
+			bp = 0;
 		call.stack_cut = false;
 		call.no_info = false;
 		call.at_entry = false;
@@ -1262,6 +656,24 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 		 */
 		if (ret > 0 && !call.no_info)
 			continue;
+		if (call.no_info && !call.stack_cut) {
+			/* no CFI here: frame pointers, back to CFI where it covers a pc again */
+			fr = (struct fp_regs){ip, sp, bp};
+			if (!fp_fallback(&call, &fr, n == 1, pcs, &n, max, end))
+				break;
+			memcpy(resume_regs, s->regs, sizeof(resume_regs));
+			resume_regs[MLPROF_REG_IP] = fr.ip;
+			resume_regs[MLPROF_REG_SP] = fr.sp;
+			resume_regs[MLPROF_REG_BP] = fr.bp;
+			call.regs = resume_regs;
+			if (unw_init_remote(&cursor, call.sp->as, &call) < 0) {
+				*end = UNWIND_END_BAD_FRAME;
+				break;
+			}
+			/* the resumed frame is already in pcs */
+			n--;
+			continue;
+		}
 		if (call.stack_cut)
 			*end = (s->flags & MLPROF_SF_USTACK_CUT) ? UNWIND_END_STACK_CUT
 								 : UNWIND_END_BAD_FRAME;
@@ -1294,6 +706,19 @@ const char *unwind_end__str(enum unwind_end end)
 		return "bad_frame";
 	case UNWIND_END_NO_REGS:
 		return "no_regs";
+	}
+	return "unknown";
+}
+
+const char *unwind_fp_fail__str(enum unwind_fp_fail f)
+{
+	switch (f) {
+	case UNWIND_FP_FAIL_BAD_POINTER:
+		return "bad_pointer";
+	case UNWIND_FP_FAIL_OUTSIDE_STACK:
+		return "outside_stack";
+	case UNWIND_FP_FAIL__COUNT:
+		break;
 	}
 	return "unknown";
 }

@@ -21,12 +21,22 @@ enum unwind_end {
 	UNWIND_END_NO_REGS,	 /* the sample carried no user registers */
 };
 
+/* Why the frame-pointer fallback (code without CFI) stopped before the outermost frame. */
+enum unwind_fp_fail {
+	UNWIND_FP_FAIL_BAD_POINTER = 0, /* below its frame, misaligned, or returns to no code */
+	UNWIND_FP_FAIL_OUTSIDE_STACK,	/* the frame record lies beyond the copied stack */
+	UNWIND_FP_FAIL__COUNT,
+};
+
 struct unwind_stats {
 	uint64_t unwinds;
 	uint64_t ends[6]; /* indexed by enum unwind_end */
 	uint64_t frames;
 	uint64_t debug_frame_tables;  /* .debug_frame sections translated for unwinding */
 	uint64_t debug_frame_skipped; /* ... left unused: over the per-file or total size bound */
+	uint64_t fp_frames;    /* frames recovered by frame pointer where no CFI covered the pc */
+	uint64_t fp_go_frames; /* ... of which placed by a Go function's stack-pointer delta */
+	uint64_t fp_failed[UNWIND_FP_FAIL__COUNT]; /* fallback stops, by reason */
 };
 
 /* Creates an unwinder that resolves code through pc's maps. NULL with errno on failure. */
@@ -36,24 +46,17 @@ void unwinder__free(struct unwinder *u);
 /*
  * Unwinds the user stack of sample s (registers + stack copy) for process p.
  * Writes up to max program counters, leaf first: pcs[0] is the interrupted ip, later
- * entries are return addresses (not adjusted). Returns the number written (>= 0) and
- * sets *end; never fails for bad input, it stops and says why.
+ * entries are return addresses (not adjusted). Code that no CFI covers (Go, code built
+ * without unwind tables) is stepped through by frame pointer until CFI covers a pc again.
+ * Returns the number written (>= 0) and sets *end; never fails for bad input, it stops
+ * and says why.
  */
 int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sample *s,
 		     uint64_t *pcs, int max, enum unwind_end *end);
 const char *unwind_end__str(enum unwind_end end);
+/* "bad_pointer", "outside_stack": metric label values. */
+const char *unwind_fp_fail__str(enum unwind_fp_fail f);
 
 void unwinder__stats(const struct unwinder *u, struct unwind_stats *out);
-
-/*
- * Translates a .debug_frame section (untrusted bytes, df_len <= 64 MiB) describing code at
- * link-time vaddrs [lo, hi) (hi - lo < 2 GiB) into an .eh_frame-style image whose FDEs hold
- * absolute 8-byte addresses, and a sorted index of (pc - lo, FDE offset in image) int32
- * pairs. Used by the unwinder; exposed for tests. Returns the number of index pairs (> 0),
- * -ENOENT when no FDE is usable, -E2BIG past the size bound, -EINVAL or -ENOMEM. On
- * success the caller owns *image (*image_len bytes) and *index and frees them with free().
- */
-int unwind__debug_frame_to_eh(const uint8_t *df, size_t df_len, uint64_t lo, uint64_t hi,
-			      uint8_t **image, size_t *image_len, int32_t **index);
 
 #endif

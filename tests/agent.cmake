@@ -13,3 +13,11 @@ set_tests_properties(it.agent_local PROPERTIES
   LABELS "agent;integration;root"
   ENVIRONMENT "MLPROF=$<TARGET_FILE:mlprof>;AGENT_WORKLOAD=$<TARGET_FILE:agent_workload>;TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp"
   TIMEOUT 180 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+
+# The sampling path never waits on the spool: backend down, spool file system frozen.
+add_test(NAME it.agent_spool_stall
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_agent_spool_stall.py)
+set_tests_properties(it.agent_spool_stall PROPERTIES
+  LABELS "agent;integration;root"
+  ENVIRONMENT "MLPROF=$<TARGET_FILE:mlprof>;AGENT_WORKLOAD=$<TARGET_FILE:agent_workload>;TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp"
+  TIMEOUT 240 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)

@@ -26,10 +26,15 @@
 
 /* Every ring-buffer record starts with this type tag. */
 enum mlprof_event_type {
-	MLPROF_EV_SAMPLE = 1, /* struct mlprof_sample: a stack sample */
-	MLPROF_EV_EXEC = 2,   /* struct mlprof_proc_event: process called execve */
-	MLPROF_EV_EXIT = 3,   /* struct mlprof_proc_event: last thread of a process exited */
-	MLPROF_EV_FORK = 4,   /* struct mlprof_proc_event: new process (ppid = parent tgid) */
+	MLPROF_EV_SAMPLE = 1,	   /* struct mlprof_sample: a stack sample */
+	MLPROF_EV_EXEC = 2,	   /* struct mlprof_proc_event: process called execve */
+	MLPROF_EV_EXIT = 3,	   /* struct mlprof_proc_event: last thread of a process exited */
+	MLPROF_EV_FORK = 4,	   /* struct mlprof_proc_event: new process (ppid = parent tgid) */
+	MLPROF_EV_SAMPLE_END = 5,  /* struct mlprof_sample_end: value for an earlier sample */
+	MLPROF_EV_CUDA_NAME = 6,   /* struct mlprof_cuda_name: a kernel handle's name */
+	MLPROF_EV_CUDA_FREE = 7,   /* struct mlprof_cuda_free: device memory freed */
+	MLPROF_EV_MAP_EXEC = 8,	   /* struct mlprof_proc_event: a file was mapped executable */
+	MLPROF_EV_MEM_RELEASE = 9, /* struct mlprof_mem_release: memory given back */
 };
 
 /*
@@ -38,9 +43,26 @@ enum mlprof_event_type {
  * with their own kind and put their payload in value/aux.
  */
 enum mlprof_sample_kind {
-	MLPROF_SK_CPU = 0, /* cpu-clock perf event; value = 1 sample */
+	MLPROF_SK_CPU = 0,	   /* cpu-clock perf event; value = 1 sample */
+	MLPROF_SK_OFFCPU = 1,	   /* a thread switched out: stack at that moment; value = 0, the
+				    * blocked time comes later in struct mlprof_sample_end (aux[0] =
+				    * sequence, aux[1] = MLPROF_OFFCPU_*) */
+	MLPROF_SK_CUDA_LAUNCH = 2, /* a kernel launch; value = weight (launches), aux[0] = the
+				    * function, aux[1] = enum mlprof_cuda_api */
+	MLPROF_SK_CUDA_SYNC = 3,   /* CPU blocked in a synchronize call; value via its end (ns) */
+	MLPROF_SK_CUDA_MEMCPY = 4, /* host<->device copy; value = bytes x weight, aux[1] = kind */
+	MLPROF_SK_CUDA_ALLOC = 5,  /* device allocation; value via its end (bytes, aux = ptr) */
+	MLPROF_SK_CUDA_GRAPH = 6,  /* a CUDA graph launch; value = weight (launches) */
+	MLPROF_SK_NCCL = 7,	   /* an NCCL call; value = weight, aux[0] = bytes x weight,
+				    * aux[1] = collective | op << 8 | dtype << 16 */
+	MLPROF_SK_MEMORY = 8,	   /* anonymous memory brought in; value = sampling weight
+				    * (bytes), aux[0] = page address */
 	MLPROF_SK__COUNT,
 };
+
+/* mlprof_sample.aux[1] of MLPROF_SK_OFFCPU samples: why the thread left the CPU. */
+#define MLPROF_OFFCPU_BLOCKED	1 /* it went to sleep (I/O, lock, queue, sleep, GPU wait) */
+#define MLPROF_OFFCPU_PREEMPTED 2 /* it was runnable and lost the CPU to another task */
 
 /* User register slots, in this order in mlprof_sample.regs (x86-64). */
 enum mlprof_reg {
@@ -71,10 +93,12 @@ enum mlprof_reg {
 #define MLPROF_SF_USTACK_ERR 0x8  /* the user stack could not be read */
 #define MLPROF_SF_KSTACK_ERR 0x10 /* bpf_get_stack failed for the kernel stack */
 #define MLPROF_SF_KTHREAD    0x20 /* kernel thread: no user part at all */
+#define MLPROF_SF_PY_NEW     0x40 /* a Python code object not seen before: read it soon */
+#define MLPROF_SF_HAS_END    0x80 /* an MLPROF_EV_SAMPLE_END with aux[0] as seq follows */
 
 /*
  * One stack sample. Variable size: the fixed part is followed by ustack_len bytes
- * copied from the user stack starting at regs[MLPROF_REG_SP].
+ * copied from the user stack starting at regs[MLPROF_REG_SP], then the Python frames.
  */
 struct mlprof_sample {
 	__u32 type; /* MLPROF_EV_SAMPLE */
@@ -91,8 +115,19 @@ struct mlprof_sample {
 	__u8 comm[MLPROF_COMM_LEN]; /* thread name */
 	__u64 regs[MLPROF_NREGS];
 	__u64 kstack[MLPROF_MAX_KSTACK];
-	__u8 ustack[]; /* ustack_len bytes of user stack from regs[SP] upward */
+	__u32 py_nframes; /* struct mlprof_py_frame entries after the user stack bytes */
+	__u32 py_status;  /* enum mlprof_py_status */
+	__u64 start_ns;	  /* the process's start (its leader's start_boottime, ns since boot):
+			   * tells a sample of an exited process from the one now holding the pid */
+	/*
+	 * ustack_len bytes of user stack from regs[SP] upward, then (at the next multiple of 8)
+	 * py_nframes struct mlprof_py_frame, leaf first (see mlprof/python.h).
+	 */
+	__u8 ustack[];
 };
+
+/* Offset of the Python frames from ustack[] (the stack copy rounded up to 8 bytes). */
+#define MLPROF_PY_FRAMES_OFF(ustack_len) (((ustack_len) + 7U) & ~7U)
 
 /* Process lifecycle event. */
 struct mlprof_proc_event {
@@ -104,18 +139,60 @@ struct mlprof_proc_event {
 	__u8 comm[MLPROF_COMM_LEN];
 };
 
+/*
+ * The end of an interval whose start was captured as a sample (value 0) of the same tid
+ * with aux[0] == seq: an off-CPU interval, a CUDA synchronize call, an allocation whose
+ * pointer is known at return. value: the sample's weight (blocked ns x sampling weight,
+ * bytes), 0 to drop the sample; aux: kind-specific (the allocated pointer).
+ */
+struct mlprof_sample_end {
+	__u32 type; /* MLPROF_EV_SAMPLE_END */
+	__u32 pid;
+	__u32 tid;
+	__u32 pad;
+	__u64 seq;
+	__u64 value;
+	__u64 aux;
+};
+
+/* Anonymous memory given back to the kernel (munmap, madvise, brk shrinking). */
+struct mlprof_mem_release {
+	__u32 type; /* MLPROF_EV_MEM_RELEASE */
+	__u32 pid;
+	__u64 start;
+	__u64 len;
+};
+
 /* Counters kept by BPF in a per-CPU array indexed by this enum (exported as metrics). */
 enum mlprof_bpf_stat {
-	MLPROF_STAT_SAMPLES,	  /* sample events submitted */
-	MLPROF_STAT_FILTERED,	  /* perf hits discarded by the pid filter */
-	MLPROF_STAT_RB_FULL,	  /* ring buffer had no room: sample dropped */
-	MLPROF_STAT_USTACK_ERR,	  /* user stack unreadable (non-resident page, bad sp) */
-	MLPROF_STAT_USTACK_CUT,	  /* user stack copy truncated at the size limit */
-	MLPROF_STAT_KSTACK_ERR,	  /* bpf_get_stack failed */
-	MLPROF_STAT_NO_REGS,	  /* no user registers (kernel thread or exiting task) */
-	MLPROF_STAT_VMA_MISS,	  /* bpf_find_vma could not bound the stack: fallback used */
-	MLPROF_STAT_PROC_EVENTS,  /* exec/exit/fork events submitted */
-	MLPROF_STAT_PROC_RB_FULL, /* exec/exit/fork events lost to a full ring buffer */
+	MLPROF_STAT_SAMPLES,	     /* sample events submitted */
+	MLPROF_STAT_FILTERED,	     /* perf hits discarded by the pid filter */
+	MLPROF_STAT_RB_FULL,	     /* ring buffer had no room: sample dropped */
+	MLPROF_STAT_USTACK_ERR,	     /* user stack unreadable (non-resident page, bad sp) */
+	MLPROF_STAT_USTACK_CUT,	     /* user stack copy truncated at the size limit */
+	MLPROF_STAT_KSTACK_ERR,	     /* bpf_get_stack failed */
+	MLPROF_STAT_NO_REGS,	     /* no user registers (kernel thread or exiting task) */
+	MLPROF_STAT_VMA_MISS,	     /* bpf_find_vma could not bound the stack: fallback used */
+	MLPROF_STAT_PROC_EVENTS,     /* exec/exit/fork events submitted */
+	MLPROF_STAT_PROC_RB_FULL,    /* exec/exit/fork events lost to a full ring buffer */
+	MLPROF_STAT_PY_SAMPLES,	     /* samples of Python processes that carry Python frames */
+	MLPROF_STAT_PY_NO_TSTATE,    /* ... of threads without a Python thread state */
+	MLPROF_STAT_PY_NO_FRAME,     /* ... of threads with a thread state but no current frame */
+	MLPROF_STAT_PY_READ_ERR,     /* frame walks stopped by a faulting read */
+	MLPROF_STAT_PY_TRUNCATED,    /* frame walks cut at MLPROF_MAX_PYFRAMES */
+	MLPROF_STAT_PY_TID_MISMATCH, /* TSS slot held another thread's state */
+	MLPROF_STAT_OFFCPU_SWITCHES, /* switch-outs of profiled threads seen */
+	MLPROF_STAT_OFFCPU_CAPTURED, /* ... whose stack was captured (sampled) */
+	MLPROF_STAT_OFFCPU_CAPPED,   /* ... not captured: per-CPU rate cap reached */
+	MLPROF_STAT_OFFCPU_SHORT,    /* captured intervals shorter than the minimum */
+	MLPROF_STAT_OFFCPU_END_LOST, /* interval ends lost to a full ring buffer */
+	MLPROF_STAT_CUDA_EVENTS,     /* CUDA/NCCL API calls seen by the uprobes */
+	MLPROF_STAT_CUDA_CAPTURED,   /* ... whose stack was captured (sampled, weighted) */
+	MLPROF_STAT_CUDA_CAPPED,     /* ... not captured: per-CPU rate cap reached */
+	MLPROF_STAT_CUDA_LOST,	     /* name/free/end events lost to a full ring buffer */
+	MLPROF_STAT_MEM_SAMPLES,     /* memory-growth stacks captured */
+	MLPROF_STAT_MEM_LOST,	     /* memory release events lost to a full ring buffer */
+	MLPROF_STAT_CUDA_RT_NESTED,  /* driver launches made by a runtime launch (not counted) */
 	MLPROF_STAT__COUNT,
 };
 

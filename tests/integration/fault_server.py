@@ -10,12 +10,14 @@ Control endpoints (plain HTTP, loopback only):
   GET  /_control/last_profile  raw profile bytes of the last push (or ingest body)
   GET  /_control/log      one line per request received:
       "<status> <path> org=<X-Scope-OrgID|-> auth=<Authorization|-> ua=<User-Agent>
-       cpv=<Connect-Protocol-Version|-> labels=<k=v;...> name=<ingest name|->"
+       cpv=<Connect-Protocol-Version|-> labels=<k=v;...> name=<ingest name|->
+       t=<the pushed profile's time_nanos|->"
 Options: --port N (0 = random), --port-file F (port written there once listening),
          --require-tenant (401 "no org id" without X-Scope-OrgID, like multitenancy on).
 Python 3 stdlib only.
 """
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -85,6 +87,19 @@ def last_raw_profile(body):
     return b""
 
 
+def profile_time(raw):
+    """time_nanos (field 9) of a (gzipped) pprof, or None."""
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        for fn, wt, v in _fields(raw):
+            if fn == 9 and wt == 0:
+                return v
+    except (OSError, ValueError, IndexError, EOFError):
+        pass
+    return None
+
+
 class FaultServer:
     def __init__(self, require_tenant=False):
         self.lock = threading.Lock()
@@ -151,22 +166,23 @@ class Handler(BaseHTTPRequestHandler):
                 status, msg = 401, "no org id"
             elif STATE.script:
                 status, msg = STATE.script.pop(0)
-            labels, name = [], "-"
+            labels, name, t = [], "-", None
             try:
                 if url.path == "/ingest":
                     name = urllib.parse.parse_qs(url.query).get("name", ["-"])[0]
                 elif url.path.startswith("/push."):
                     labels, _ = push_labels(body)
                     STATE.last_profile = last_raw_profile(body)
+                    t = profile_time(STATE.last_profile)
                 else:
                     STATE.last_profile = body
             except (ValueError, IndexError, UnicodeDecodeError):
                 labels = ["<undecodable>"]
-            STATE.log.append("%d %s org=%s auth=%s ua=%s cpv=%s labels=%s name=%s" % (
+            STATE.log.append("%d %s org=%s auth=%s ua=%s cpv=%s labels=%s name=%s t=%s" % (
                 status, url.path, org or "-", self.headers.get("Authorization") or "-",
                 self.headers.get("User-Agent") or "-",
                 self.headers.get("Connect-Protocol-Version") or "-",
-                ";".join(labels), name))
+                ";".join(labels), name, "-" if t is None else t))
         if status == 200:
             return self._reply(200, "{}")
         self._reply(status, json.dumps({"code": "error", "message": msg}))

@@ -2,6 +2,7 @@
 """Shared helpers for mlprof's integration tests (run by ctest as root)."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,34 @@ TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
 def need_root(test):
     if os.geteuid() != 0:
         raise unittest.SkipTest("needs root for BPF")
+
+
+def run_main():
+    """Runs the unittest cases of the calling file (sys.argv picks cases, as with
+    unittest.main) and returns its exit status for ctest: 1 when a case failed, 77 (the
+    tests' SKIP_RETURN_CODE: SKIPPED) when every case was skipped, else 0. Each skipped case
+    or subtest is printed as "SKIPPED: <case>: <reason>" for the summary of scripts/test.sh."""
+    prog = unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[1:], exit=False)
+    res = prog.result
+    whole = 0
+    for case, why in res.skipped:
+        print("SKIPPED: %s: %s" % (case.id(), why))
+        whole += not isinstance(case, unittest.case._SubTest)
+    if not res.wasSuccessful():
+        return 1
+    if res.testsRun == 0 or whole >= res.testsRun:
+        print("SKIPPED: all %d cases skipped: nothing was checked" % res.testsRun)
+        return 77
+    return 0
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def tmpdir():

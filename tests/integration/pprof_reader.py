@@ -102,9 +102,9 @@ class Profile:
                         loc["lines"].append(ln)
                 self.locations[loc["id"]] = loc
             elif fn == 5:
-                fnc = {"id": 0, "name": 0, "filename": 0}
+                fnc = {"id": 0, "name": 0, "filename": 0, "start_line": 0}
                 for f2, _, x in _fields(v):
-                    key = {1: "id", 2: "name", 4: "filename"}.get(f2)
+                    key = {1: "id", 2: "name", 4: "filename", 5: "start_line"}.get(f2)
                     if key:
                         fnc[key] = x
                 self.functions[fnc["id"]] = fnc
@@ -164,6 +164,30 @@ class Profile:
             f = self.strings[m["file"]].rsplit("/", 1)[-1]
             return ["%s+0x%x" % (f, loc["address"] - m["start"] + m["offset"])]
         return ["0x%x" % loc["address"]]
+
+    def frame_details(self, loc_id):
+        """Lines of a location (innermost first) as dicts: name, file, line, start_line
+        (file "" and numbers 0 when unknown); one unnamed dict for an unnamed location."""
+        loc = self.locations[loc_id]
+        out = []
+        for ln in loc["lines"]:
+            f = self.functions.get(ln["function"])
+            if not f:
+                continue
+            out.append({"name": self.strings[f["name"]], "file": self.strings[f["filename"]],
+                        "line": ln["line"], "start_line": _signed(f["start_line"])})
+        if not out:
+            out.append({"name": self.frame_names(loc_id)[0], "file": "", "line": 0,
+                        "start_line": 0})
+        return out
+
+    def detailed_stacks(self):
+        """Yields (frames leaf first as frame_details dicts, values, labels) per sample."""
+        for s in self.samples:
+            frames = []
+            for lid in s["locs"]:
+                frames += self.frame_details(lid)
+            yield frames, s["values"], s["labels"]
 
     def stacks(self):
         """Yields (names leaf first, values, labels) for every sample."""

@@ -14,7 +14,6 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from itutil import free_port  # noqa: E402
 import pprof_reader  # noqa: E402
 
 MLPROF = os.environ.get("MLPROF", "build/mlprof")
@@ -53,14 +53,6 @@ def go_raw(path):
     if cp.returncode != 0:
         fail("go tool pprof cannot read %s: %s" % (path, cp.stderr))
     return cp.stdout
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def get(url):

@@ -19,6 +19,7 @@ never answers is bounded and spools everything.
 Exit 77 (skipped) when not root (BPF) or when no Pyroscope binary is available
 (`scripts/pyroscope.sh path`). Python 3 stdlib only.
 """
+import glob
 import json
 import os
 import re
@@ -83,9 +84,8 @@ def wait_for(cond, timeout, step=0.2):
 
 
 def spool_files(d):
-    if not os.path.isdir(d):
-        return []
-    return sorted(f for f in os.listdir(d) if f.endswith(".spool"))
+    """Spooled profiles under spool dir d: one directory per destination (URL, tenant)."""
+    return sorted(glob.glob(os.path.join(d, "*", "*.spool")))
 
 
 class Pyroscope(PyroscopeServer):
@@ -474,7 +474,7 @@ class AgentPyroscope(unittest.TestCase):
         self.stop_agent(b)
         log = b.log()
         self.assertIn("HTTP 404 \"404 page not found\": wrong URL?", log)
-        self.assertIn("kept in the spool", log)
+        self.assertIn("kept in the spool directory", log)
         self.assertEqual(log.count("wrong URL?"), 1, "error logged once")
         self.assertEqual(mb.get("mlprof_profiles_pushed_total", 0), 0)
         self.assertEqual(mb.get("mlprof_push_retries_total", 0), 0, "404 is not retried")
@@ -482,15 +482,29 @@ class AgentPyroscope(unittest.TestCase):
         reqs = fs.log()
         self.assertTrue(reqs and all(l.startswith("404 /wrong/prefix/push.v1.PusherService/Push")
                                      for l in reqs), reqs)
-        # restarted with the right URL, the spool is delivered
+        # restarted with the right URL: profiles spooled for the wrong one are never sent to
+        # another destination by themselves ...
         fs.control("/_control/reset", {})
         c = self.start_agent("right404", url=fs.url, spool=spool2)
-        ok = wait_for(lambda: c.metric("mlprof_spool_files") == 0 and
-                      c.metric("mlprof_profiles_pushed_total") >= len(b.windows()), 30)
-        self.assertTrue(ok, "spool not delivered:\n" + c.log()[-3000:])
+        self.wait_windows(c, 1)
         self.stop_agent(c)
         old = sorted(b.windows())
-        got = [s for s, _, _ in c.delivered()][:len(old)]
+        self.assertFalse(set(s for s, _, _ in c.delivered()) & set(old),
+                         "profiles of the wrong URL sent to another one")
+        wrong_dir = os.path.dirname(spool_files(spool2)[0])
+        with open(os.path.join(wrong_dir, "DESTINATION")) as f:
+            self.assertEqual(f.read(), "push %s/wrong/prefix tenant=\n" % fs.url)
+        # ... moving them into the right destination's directory sends them there, first
+        right_dir = [d for d in glob.glob(os.path.join(spool2, "*")) if d != wrong_dir][0]
+        for f in glob.glob(os.path.join(wrong_dir, "*.spool")):
+            os.rename(f, os.path.join(right_dir, os.path.basename(f)))
+        fs.control("/_control/reset", {})
+        d = self.start_agent("right404b", url=fs.url, spool=spool2)
+        ok = wait_for(lambda: d.metric("mlprof_spool_files") == 0 and
+                      d.metric("mlprof_profiles_pushed_total") >= len(old), 30)
+        self.assertTrue(ok, "spool not delivered:\n" + d.log()[-3000:])
+        self.stop_agent(d)
+        got = [s for s, _, _ in d.delivered()][:len(old)]
         self.assertEqual(got, old, "old windows delivered first, in order")
 
     # 5 -------------------------------------------------------------------------

@@ -119,7 +119,11 @@ def main():
         time.sleep(1.6)
         srv.stop()
         time.sleep(2.5)
-        spooled_while_down = len([f for f in os.listdir(spool) if f.endswith(".spool")])
+        # one spool directory per destination (URL, tenant) under the spool dir
+        spooled_while_down = len([f for d in os.listdir(spool)
+                                  if os.path.isdir(os.path.join(spool, d))
+                                  for f in os.listdir(os.path.join(spool, d))
+                                  if f.endswith(".spool")])
         srv.start()
         out, err = proc.communicate(timeout=300)
         stats = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}

@@ -154,4 +154,6 @@ class RecordChains(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    from itutil import run_main
+
+    raise SystemExit(run_main())

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """mlprof record's error handling: one clear line on stderr and a non-zero exit."""
+import gzip
 import os
+import re
 import shutil
 import subprocess
+import time
 import unittest
 
 from itutil import MLPROF, WL_DIR, need_root, tmpdir
@@ -55,6 +58,39 @@ class RecordErrors(unittest.TestCase):
         self.one_line_error(run(["record", "-d", "1", "-a", "-o", self.dir, "-f", "pprof"]),
                             "is a directory")
 
+    def test_unwritable_output_checked_before_recording(self):
+        # root may write into any directory, but not create files in /proc: found out at
+        # once, not after recording 30 s
+        ok = os.path.join(self.dir, "ok.pb.gz")
+        t0 = time.monotonic()
+        cp = run(["record", "-a", "-d", "30", "-o", ok, "-o", "/proc/x.html"])
+        self.assertLess(time.monotonic() - t0, 10, "recorded before checking the outputs")
+        self.assertEqual(cp.returncode, 2, cp.stderr)
+        self.assertEqual(cp.stderr, "mlprof: record: cannot write output '/proc/x.html': "
+                         "No such file or directory\n")
+        self.assertFalse(os.path.exists(ok))
+        self.assertEqual(os.listdir(self.dir), [], "the check left files behind")
+
+    def test_write_fails_at_end_saves_a_copy(self):
+        gone = os.path.join(self.dir, "gone")
+        keep = os.path.join(self.dir, "tmp")
+        os.mkdir(gone)
+        os.mkdir(keep)
+        out = os.path.join(gone, "x.pb.gz")
+        # the command removes the output directory while it is profiled
+        cp = run(["record", "-o", out, "--no-memory", "--", "sh", "-c",
+                  "rm -rf \"$0\"; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done", gone],
+                 env=dict(os.environ, TMPDIR=keep))
+        self.assertEqual(cp.returncode, 1, cp.stderr)
+        m = re.search(r"^mlprof: record: cannot write '%s': No such file or directory; saved "
+                      r"the profile to (%s/mlprof-\w{6}-x\.pb\.gz) instead$"
+                      % (re.escape(out), re.escape(keep)), cp.stderr, re.M)
+        self.assertTrue(m, cp.stderr)
+        with gzip.open(m.group(1), "rb") as f:
+            data = f.read()
+        self.assertGreater(len(data), 0)
+        self.assertIn(b"cpu", data)  # a pprof with its sample type, not an empty file
+
     def test_not_root(self):
         setpriv = shutil.which("setpriv")
         if not setpriv:
@@ -78,10 +114,32 @@ class RecordErrors(unittest.TestCase):
         self.one_line_error(cp, "BTF")
 
     def test_command_not_found(self):
+        # the previous profile stays as it was: nothing is recorded, nothing written
         out = os.path.join(self.dir, "x.pb.gz")
-        cp = run(["record", "-q", "-o", out, "--", "/nonexistent/program"])
-        self.assertEqual(cp.returncode, 127)
-        self.assertIn("cannot run '/nonexistent/program'", cp.stderr)
+        noexec = os.path.join(self.dir, "not-executable")
+        with open(out, "wb") as f:
+            f.write(b"previous profile")
+        with open(noexec, "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(noexec, 0o644)
+        for cmd, rc, why in ((["/nonexistent/program"], 127, "No such file or directory"),
+                             (["no-such-command-mlprof"], 127, "No such file or directory"),
+                             ([noexec], 126, "Permission denied")):
+            cp = run(["record", "-o", out, "--"] + cmd)
+            self.assertEqual(cp.returncode, rc, cp.stderr)
+            self.assertEqual(cp.stderr, "mlprof: record: cannot run '%s': %s\n" % (cmd[0], why))
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(), b"previous profile")
+
+    def test_summary_says_what_a_cut_stack_costs(self):
+        out = os.path.join(self.dir, "x.pb.gz")
+        prog = "def f(n):\n return f(n-1) if n else sum(range(4000000))\nf(60)\n"
+        cp = run(["record", "-o", out, "--stack-size", "512", "--", "python3", "-c", prog])
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertNotIn("cut at", cp.stderr)
+        self.assertRegex(cp.stderr, r"(?m)^mlprof: \d+ stacks \(\d+\.\d% of all captured\) "
+                         r"miss their outermost frames: the stack was deeper than the 512 "
+                         r"bytes copied \(raise --stack-size, max 65536\)$")
 
     def test_exit_status_propagates(self):
         out = os.path.join(self.dir, "x.pb.gz")
@@ -102,4 +160,6 @@ class RecordErrors(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    from itutil import run_main
+
+    raise SystemExit(run_main())

@@ -145,7 +145,7 @@ static void test_values(void)
 			"--api",
 			"ingest",
 			"--url",
-			"http://127.0.0.1:4040",
+			"http://[::1]:4040/pyroscope",
 			NULL};
 	char *envp[] = {"MLPROF_BEARER_TOKEN=sekret", NULL};
 
@@ -204,6 +204,21 @@ static void test_errors(void)
 	expect_error((char *[]){"agent", "--bogus", NULL}, env0, "unknown option '--bogus'");
 	expect_error((char *[]){"agent", "stray", NULL}, env0, "unexpected argument 'stray'");
 	expect_error((char *[]){"agent", "--url", "ftp://x", NULL}, env0, "invalid --url");
+	/* an empty host is caught at startup, not at the first push */
+	expect_error((char *[]){"agent", "--url", "http://", NULL}, env0,
+		     "invalid --url 'http://': no host (expected http[s]://HOST[:PORT][/PATH])");
+	expect_error((char *[]){"agent", "--url", "https:///pyroscope", NULL}, env0,
+		     "invalid --url 'https:///pyroscope': no host");
+	expect_error((char *[]){"agent", "--url", "http://:4040", NULL}, env0,
+		     "invalid --url 'http://:4040': no host");
+	expect_error((char *[]){"agent", "--url", "http://user@/x", NULL}, env0,
+		     "invalid --url 'http://user@/x': no host");
+	expect_error((char *[]){"agent", "--url", "http://host:99999", NULL}, env0,
+		     "invalid --url 'http://host:99999': port must be 1..65535");
+	expect_error((char *[]){"agent", "--url", "http://host:", NULL}, env0,
+		     "port must be 1..65535");
+	expect_error((char *[]){"agent", "--service-min-age", "-1", NULL}, env0,
+		     "invalid --service-min-age '-1'");
 	expect_error((char *[]){"agent", "--api", "grpc", NULL}, env0, "invalid --api 'grpc'");
 	expect_error((char *[]){"agent", "--label", "1bad=x", NULL}, env0, "invalid --label");
 	expect_error((char *[]){"agent", "--process-regex", "a(", NULL}, env0,
@@ -264,6 +279,10 @@ static void test_help_and_dump(void)
 	CHECK(strstr(buf, "MLPROF_UPLOAD_INTERVAL") != NULL, "usage lacks env names");
 	CHECK(strstr(buf, "MLPROF_BEARER_TOKEN=TOKEN") != NULL, "usage lacks env-only secret");
 	CHECK(strstr(buf, "[default: 15]") != NULL, "usage lacks defaults");
+	/* value ranges are part of the help (README lists them from it) */
+	CHECK(strstr(buf, "[default: 19] [range: 1..1000]") != NULL, "usage lacks ranges");
+	CHECK(strstr(buf, "[default: 15] [range: 1..3600]") != NULL, "upload-interval range");
+	CHECK(strstr(buf, "--service-min-age SECONDS") != NULL, "usage lacks service-min-age");
 	free(buf);
 
 	CHECK_INT(load(&c, (char *[]){"agent", "--help", "--bogus", NULL}, (char *[]){NULL}, err),
@@ -274,7 +293,7 @@ static void test_help_and_dump(void)
 	CHECK_INT(load(&c, (char *[]){"agent", "--label", "a=1", "--label", "b=2", NULL},
 		       (char *[]){"MLPROF_BEARER_TOKEN=x", NULL}, err),
 		  0);
-	agent_config__for_each(&c, count_cb, &n);
+	agent_config__for_each(&c, false, count_cb, &n);
 	CHECK(n > 30, "only %d options", n);
 	CHECK(agent_config__reloadable("label"), "label not reloadable");
 	CHECK(!agent_config__reloadable("url"), "url reloadable");

@@ -82,7 +82,7 @@ static void test_real_file(void)
 	CHECK_INT(sec.type, SHT_NULL);
 	CHECK_INT(elf_file__section_by_index(ef, 100000, &sec), -ENOENT);
 
-	CHECK_INT(elf_file__offset_to_vaddr(ef, text.offset + 5, &v), 0);
+	CHECK_INT(elf_file__offset_to_vaddr(ef, text.offset & ~0xfffULL, text.offset + 5, &v), 0);
 	CHECK_INT(v, text.addr + 5);
 	CHECK_INT(elf_file__vaddr_to_offset(ef, text.addr + 7, &o), 0);
 	CHECK_INT(o, text.offset + 7);
@@ -173,7 +173,7 @@ static void exercise(struct elf_file *ef, unsigned *opened)
 		sink += strlen(elf_file__build_id(ef));
 	if (elf_file__debuglink(ef, &crc))
 		sink += strlen(elf_file__debuglink(ef, &crc));
-	elf_file__offset_to_vaddr(ef, 0x1000, &x);
+	elf_file__offset_to_vaddr(ef, 0x1000, 0x1000, &x);
 	elf_file__vaddr_to_offset(ef, 0x1100, &x);
 	elf_file__read_vaddr(ef, 0x1100, buf, sizeof(buf));
 	sink += elf_file__crc32(ef);

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Exporter against tests/integration/fault_server.py (fake Pyroscope): retries, 4xx, spool.
+#include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -356,6 +359,8 @@ static void test_down_then_up(void)
 	CHECK_INT(st.spool_files, 3);
 	for (w = 4; w <= 5; w++)
 		CHECK_INT(submit(e, w), 0);
+	/* submit never writes the spool itself: the sender does, behind it */
+	exporter__flush(e, 5000);
 	exporter__stats(e, &st);
 	CHECK_INT(st.spool_files, 5);
 
@@ -380,9 +385,87 @@ static void test_down_then_up(void)
 	exporter__stats(e, &st);
 	CHECK_INT(st.spool_files, 0);
 	CHECK_INT(st.pushed, 6);
+	/* every attempt after a failed one is a retry: backoff retries and probes alike */
+	CHECK(st.failed >= 1, "no failed attempt while the backend was down");
+	CHECK_INT(st.retries, st.failed);
 	free(log);
 	exporter__free(e);
 	stop_server(srv);
+}
+
+/* Profiles spooled for one URL or tenant are never sent to another one. */
+static void test_spool_per_destination(void)
+{
+	int port_a = 0, port_b = 0;
+	pid_t srv_a = start_server(&port_a, false), srv_b = start_server(&port_b, false);
+	char url[128], spool[300], *log;
+	struct exporter_config c;
+	struct exporter_stats st;
+	struct exporter *e;
+	const char *dir_a;
+	char saved_a[600];
+	int w;
+
+	CHECK(srv_a > 0 && srv_b > 0, "fault servers did not start");
+	snprintf(spool, sizeof(spool), "%s/spool-dest", tmpdir);
+	stop_server(srv_a); /* A is down: its profiles are spooled */
+	srv_a = -1;
+	c = base_cfg(url, sizeof(url), port_a, spool);
+	c.max_retries = 1;
+	e = exporter__new(&c);
+	if (!e)
+		goto out;
+	for (w = 1; w <= 3; w++)
+		submit(e, w);
+	exporter__flush(e, 5000);
+	dir_a = exporter__spool_dir(e);
+	CHECK(dir_a && !strncmp(dir_a, spool, strlen(spool)) && dir_a[strlen(spool)] == '/',
+	      "spool dir %s not under %s", dir_a ? dir_a : "(null)", spool);
+	snprintf(saved_a, sizeof(saved_a), "%s", dir_a ? dir_a : "");
+	exporter__free(e);
+
+	/* same spool directory, another URL: A's profiles are neither seen nor sent */
+	c = base_cfg(url, sizeof(url), port_b, spool);
+	e = exporter__new(&c);
+	if (!e)
+		goto out;
+	exporter__stats(e, &st);
+	CHECK_INT(st.spool_files, 0);
+	CHECK(strcmp(exporter__spool_dir(e), saved_a) != 0, "B spools into A's directory");
+	submit(e, 4);
+	exporter__flush(e, 5000);
+	exporter__free(e);
+	/* same URL as B, another tenant: nothing of B's or A's either */
+	c.tenant = "t2";
+	e = exporter__new(&c);
+	if (!e)
+		goto out;
+	exporter__stats(e, &st);
+	CHECK_INT(st.spool_files, 0);
+	exporter__flush(e, 2000);
+	exporter__free(e);
+	log = wait_log(port_b, "200 /push", 1);
+	CHECK_INT(count_lines(log, "200 /push"), 1);
+	CHECK(strstr(log, "window=4 name") != NULL, "B did not get its own profile: %s", log);
+	CHECK(strstr(log, "window=1 name") == NULL, "A's profile went to B: %s", log);
+	free(log);
+
+	/* A is back: its three profiles go there, in order */
+	srv_a = start_server(&port_a, false);
+	c = base_cfg(url, sizeof(url), port_a, spool);
+	e = exporter__new(&c);
+	if (!e)
+		goto out;
+	log = wait_log(port_a, "200 /push", 3);
+	check_order(log, 3);
+	free(log);
+	exporter__flush(e, 5000);
+	exporter__stats(e, &st);
+	CHECK_INT(st.spool_files, 0);
+	exporter__free(e);
+out:
+	stop_server(srv_a);
+	stop_server(srv_b);
 }
 
 static void test_ingest(void)
@@ -437,6 +520,118 @@ static void test_file(void)
 		pclose(p);
 	}
 	CHECK(n >= 1 && n < 5, "files kept %d", n);
+	exporter__free(e);
+}
+
+/*
+ * Test double for a disk whose fsync fails (EIO): this program's fsync replaces libc's for
+ * the code linked into it while fail_fsync is set.
+ */
+static volatile int fail_fsync;
+
+int fsync(int fd)
+{
+	if (fail_fsync) {
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_fsync, fd);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Names in dir (dot files included) matching the shell pattern pat. */
+static int count_files(const char *dir, const char *pat)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    !fnmatch(pat, de->d_name, 0))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int submit_svc(struct exporter *e, const char *svc, int seq)
+{
+	struct label_pair l[2] = {{"__name__", "process_cpu"}, {"service_name", svc}};
+	struct export_item it = {.labels = l,
+				 .n_labels = 2,
+				 .pprof = fake_pprof,
+				 .pprof_len = sizeof(fake_pprof),
+				 .seq = (uint64_t)seq,
+				 .start_ns = 1700000000000000000LL,
+				 .end_ns = 1700000010000000000LL};
+
+	return exporter__submit(e, &it);
+}
+
+/*
+ * File names: a service starting with "." is not written as a dot file (those escape the
+ * size bound), and two long names sharing their first 200 characters get two files. A
+ * failed fsync leaves no descriptor open and no .tmp file behind.
+ */
+static void test_file_names_and_failures(void)
+{
+	char dir[300], a[260], b[260];
+	struct exporter_config c = {.kind = EXPORTER_FILE,
+				    .out_dir = dir,
+				    .out_max_bytes = 1 << 20,
+				    .max_retries = 2,
+				    .backoff_min_ms = 1,
+				    .backoff_max_ms = 2};
+	struct exporter_stats st;
+	struct exporter *e;
+	int fds;
+
+	snprintf(dir, sizeof(dir), "%s/names", tmpdir);
+	memset(a, 'x', sizeof(a) - 1);
+	a[sizeof(a) - 1] = '\0';
+	memcpy(b, a, sizeof(b));
+	a[sizeof(a) - 2] = 'A';
+	b[sizeof(b) - 2] = 'B';
+	e = exporter__new(&c);
+	CHECK(e != NULL, "file exporter");
+	if (!e)
+		return;
+	submit_svc(e, ".hidden", 1);
+	submit_svc(e, a, 1);
+	submit_svc(e, b, 1);
+	exporter__flush(e, 5000);
+	exporter__stats(e, &st);
+	CHECK_INT(st.pushed, 3);
+	CHECK_INT(count_files(dir, ".*"), 0);
+	CHECK_INT(count_files(dir, "_hidden-*Z-000001.pb.gz"), 1);
+	CHECK_INT(count_files(dir, "xxxx*~*-*Z-000001.pb.gz"), 2);
+
+	fds = count_fds();
+	fail_fsync = 1;
+	submit_svc(e, "svc", 2);
+	exporter__flush(e, 5000);
+	fail_fsync = 0;
+	exporter__stats(e, &st);
+	CHECK_INT(st.pushed, 3);
+	CHECK(st.failed >= 1, "no failed write");
+	CHECK_INT(count_fds(), fds);
+	CHECK_INT(count_files(dir, ".*"), 0);
+	CHECK_INT(count_files(dir, "svc-*"), 0);
 	exporter__free(e);
 }
 
@@ -589,8 +784,10 @@ int main(void)
 	test_retry_and_headers();
 	test_wrong_url_and_tenant();
 	test_down_then_up();
+	test_spool_per_destination();
 	test_ingest();
 	test_file();
+	test_file_names_and_failures();
 	test_trim();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))

@@ -213,6 +213,66 @@ static void test_cap(void)
 	profile__free(p);
 }
 
+/*
+ * Thread names reach the flame graph's tooltip: per node the two largest threads and the
+ * rest as "other threads" (bounded whatever the thread count); a node that ran in the one
+ * thread its parent ran in carries nothing (the page looks it up).
+ */
+static void test_threads(void)
+{
+	struct profile_config cfg = {
+		.n_sample_types = 1, .sample_types = {{"samples", "count"}}, .period = 1};
+	struct frame step[3] = {
+		{.kind = FRAME_NATIVE, .addr = 0x1000, .function = "gemm"},
+		{.kind = FRAME_NATIVE, .addr = 0x2000, .function = "step"},
+		{.kind = FRAME_NATIVE, .addr = 0x3000, .function = "main"},
+	};
+	struct frame load[2] = {
+		{.kind = FRAME_NATIVE, .addr = 0x4000, .function = "decode"},
+		{.kind = FRAME_NATIVE, .addr = 0x5000, .function = "loader"},
+	};
+	struct profile *p = profile__new(&cfg);
+	char *out, *data;
+
+	CHECK(p != NULL, "profile");
+	if (!p)
+		return;
+	for (int i = 0; i < 12; i++) {
+		char name[16];
+		struct profile_label l = {.key = "thread_name", .str = name};
+		int64_t v = i < 2 ? 10 : 1;
+
+		/* 12 worker threads run step(): two big ones, ten small ones */
+		snprintf(name, sizeof(name), "worker-%d", i);
+		CHECK_INT(profile__add(p, step, 3, &v, &l, 1), 0);
+	}
+	{
+		struct profile_label l = {.key = "thread_name", .str = "pt_data_loader"};
+		int64_t v = 5;
+
+		CHECK_INT(profile__add(p, load, 2, &v, &l, 1), 0);
+	}
+	out = render(p, 1, "threads");
+	data = out ? strstr(out, "id=\"fg-data\">") : NULL;
+	CHECK(data != NULL, "html rendered");
+	if (data) {
+		/* step: worker-0 and worker-1 named, the ten others summed */
+		CHECK(strstr(data, "{\"name\":\"step\",\"value\":30,\"kind\":0,\"th\":[["
+				   "\"worker-0\",10],[\"worker-1\",10]],\"tho\":10,") != NULL,
+		      "step threads: %.300s", strstr(data, "\"step\""));
+		/* loader ran in one thread: named once, its callee inherits it */
+		CHECK(strstr(data, "{\"name\":\"loader\",\"value\":5,\"kind\":0,\"th\":[["
+				   "\"pt_data_loader\",5]],\"tho\":0,") != NULL,
+		      "loader thread");
+		CHECK(strstr(data, "{\"name\":\"decode\",\"value\":5,\"kind\":0}") != NULL,
+		      "decode inherits its parent's thread");
+		CHECK(count(data, "worker-5") == 0, "small threads listed one by one");
+	}
+	CHECK(out && strstr(out, "row(s.length>1?'Threads':'Thread'") != NULL, "tooltip row");
+	free(out);
+	profile__free(p);
+}
+
 int main(void)
 {
 	struct profile *p = make_profile();
@@ -225,6 +285,7 @@ int main(void)
 	test_svg(p);
 	test_errors(p);
 	test_cap();
+	test_threads();
 	profile__free(p);
 	return check_done("flamegraph");
 }

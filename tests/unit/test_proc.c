@@ -205,6 +205,23 @@ static void test_fake_maps(void)
 	CHECK_INT(p->n_maps, 7);
 	CHECK(p->gen != gen, "gen unchanged after exec");
 
+	/*
+	 * Past exit_mm (its exit event still queued) the maps file reads empty: a miss that
+	 * re-reads, or a refresh, must keep the maps the process's last samples need.
+	 */
+	write_file("4242/maps", "", 0);
+	usleep(20 * 1000); /* past the re-read interval */
+	CHECK(proc_cache__find_map(pc, p, 0x10000) == NULL, "miss on an exited process");
+	proc_cache__refresh(pc, 4242);
+	CHECK_INT(p->n_maps, 7);
+	CHECK(proc_cache__find_map(pc, p, 0x400123) == &p->maps[0], "maps kept after exit");
+	/* a new pid that is already a zombie: not cached */
+	make_pid_dir(4245);
+	write_file("4245/maps", "", 0);
+	errno = 0;
+	CHECK(proc_cache__get(pc, 4245) == NULL, "zombie cached");
+	CHECK_INT(errno, ESRCH);
+
 cleanup:
 	proc_cache__free(pc);
 	free(maps);
@@ -260,7 +277,7 @@ static void test_real_processes(void)
 		uint64_t vaddr = 0, off = addr - m1->start + m1->offset, expect = 0;
 
 		CHECK_INT(proc_map__to_vaddr(m1, e1, addr, &vaddr), 0);
-		CHECK_INT(elf_file__offset_to_vaddr(e1, off, &expect), 0);
+		CHECK_INT(elf_file__offset_to_vaddr(e1, m1->offset, off, &expect), 0);
 		CHECK_INT(vaddr, expect);
 	}
 

@@ -233,6 +233,54 @@ static void test_corrupt(void)
 	spool__close(s);
 }
 
+/* Each destination (API, URL, tenant) spools into a directory of its own, named by it. */
+static void test_dest_dir(void)
+{
+	char root[300], a[600], a2[600], b[600], c[600], path[700], text[256];
+	FILE *f;
+	size_t n;
+
+	snprintf(root, sizeof(root), "%s/per-dest", dir);
+	CHECK_INT(spool__dest_dir(root, "push http://a:4040 tenant=", a, sizeof(a)), 0);
+	CHECK_INT(spool__dest_dir(root, "push http://a:4040 tenant=", a2, sizeof(a2)), 0);
+	CHECK_INT(spool__dest_dir(root, "push http://b:4040 tenant=", b, sizeof(b)), 0);
+	CHECK_INT(spool__dest_dir(root, "push http://a:4040 tenant=t2", c, sizeof(c)), 0);
+	CHECK_STR(a, a2);
+	CHECK(strcmp(a, b) && strcmp(a, c) && strcmp(b, c), "shared dirs: %s %s %s", a, b, c);
+	CHECK(!strncmp(a, root, strlen(root)) && strlen(a) == strlen(root) + 17, "dir %s", a);
+	snprintf(path, sizeof(path), "%s/DESTINATION", a);
+	f = fopen(path, "r");
+	CHECK(f != NULL, "no %s", path);
+	if (f) {
+		n = fread(text, 1, sizeof(text) - 1, f);
+		text[n] = 0;
+		fclose(f);
+		CHECK_STR(text, "push http://a:4040 tenant=\n");
+	}
+	/* the DESTINATION file is no spool file, and a spool opened there starts empty */
+	{
+		struct spool *s = spool__open(a, 0, 0);
+		struct spool_stats st;
+
+		CHECK(s != NULL, "open %s", a);
+		if (s) {
+			spool__stats(s, &st);
+			CHECK_INT(st.files, 0);
+			CHECK_INT(st.corrupt, 0);
+			CHECK_STR(spool__path(s), a);
+			spool__close(s);
+		}
+	}
+	/* a directory that belongs to another destination is refused, never shared */
+	f = fopen(path, "w");
+	if (f) {
+		fputs("push http://other tenant=\n", f);
+		fclose(f);
+	}
+	CHECK_INT(spool__dest_dir(root, "push http://a:4040 tenant=", a2, sizeof(a2)), -EEXIST);
+	CHECK_INT(spool__dest_dir("", "x", a2, sizeof(a2)), -EINVAL);
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -243,6 +291,7 @@ int main(void)
 	test_round_trip_and_restart();
 	test_bounds();
 	test_corrupt();
+	test_dest_dir();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))
 		fprintf(stderr, "cannot remove %s\n", dir);

@@ -182,9 +182,15 @@ static void test_variants(void)
 	/* debug file by build id, second root of the list */
 	check_variant(FX("cpp_buildid"), "/nonexistent:" FX("debugroot"), NULL, "debuginfo",
 		      "debuginfo", 7);
-	/* debug file by build id under a container root prefix */
-	check_variant(FX("cpp_buildid"), "/usr/lib/debug", FX("fakeroot"), "debuginfo", "debuginfo",
-		      7);
+	/*
+	 * A debug file planted under a container root is not trusted (it would rename the
+	 * frames of every process mapping a file with that build id): dynsym only.
+	 */
+	check_variant(FX("cpp_buildid"), "/usr/lib/debug", FX("fakeroot"), "dynsym", "-",
+		      CPP_NGLOBAL);
+	/* nor is a debuglink target next to an object opened through /proc */
+	check_variant("/proc/self/root" FX("dl/cpp_debuglink"), FX("emptyroot"), "/proc/self/root",
+		      "dynsym", "-", CPP_NGLOBAL);
 	/* no debug file anywhere: dynsym only */
 	check_variant(FX("cpp_buildid"), FX("emptyroot"), FX("emptyroot"), "dynsym", "-",
 		      CPP_NGLOBAL);

@@ -18,6 +18,7 @@
 #include "mlprof/sample.h"
 #include "proc.h"
 #include "unwind.h"
+#include "unwind_table.h"
 
 #define SNAP_STACK (128 * 1024)
 #define MAX_PCS	   512
@@ -808,8 +809,11 @@ static void test_perf(struct unwinder *u, struct proc *p, const struct mlprof_sa
 	dt = ns_now() - t0;
 	CHECK_INT(ok, iters);
 	printf("unwind: %d frames in %.2f us per sample\n", nfull, (double)dt / iters / 1000.0);
-	/* generous bound: debug and sanitizer builds run this too */
-	CHECK(dt / iters < 500000, "unwinding takes %" PRIu64 " ns", dt / iters);
+	/*
+	 * 6-14 us measured (release, Debug and ASan builds alike: libunwind dominates);
+	 * 100 us leaves 7x for a loaded 2-core CI machine and fails on a 10x slowdown.
+	 */
+	CHECK(dt / iters < 100000, "unwinding takes %" PRIu64 " ns", dt / iters);
 }
 
 int main(void)

@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Stack capture shared by every mlprof BPF program: configuration knobs, the ring buffer,
+ * the pid filter, error counters, user registers and the user stack copy.
+ * Include once per BPF object, after vmlinux.h and the libbpf headers.
+ */
+#ifndef MLPROF_CAPTURE_BPF_H
+#define MLPROF_CAPTURE_BPF_H
+
+#include <mlprof/python.h>
+#include <mlprof/sample.h>
+
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+#define ENOENT	   2
+/* Reads tried when the first user stack read faults: page drops, then halvings. */
+#define USTACK_TRIES	  8
+#define USTACK_PAGE_DROPS 3
+#define PAGE_SIZE	  4096
+/* Smallest user stack copy worth sending (a few frames). */
+#define USTACK_MIN 256
+
+/* --- rodata knobs: set by user space between skeleton open() and load() --- */
+
+/* enum mlprof_filter_mode: ALL samples the whole host, PIDS only tgids in the pids map. */
+const volatile __u32 filter_mode = MLPROF_FILTER_ALL;
+/* With filter_mode PIDS: processes forked by a filtered process join the pids map. */
+const volatile bool follow_children = false;
+/* Drop samples of the idle task (tgid 0); they carry no user part anyway. */
+const volatile bool skip_idle = true;
+/* Never sample this tgid (the profiler itself); 0 = none. */
+const volatile __u32 self_pid = 0;
+/* User stack bytes copied per sample from regs SP upward; <= MLPROF_MAX_USTACK. */
+const volatile __u32 ustack_bytes = MLPROF_DEFAULT_USTACK;
+/*
+ * Batching: with wakeup_bytes > 0 samples do not wake the consumer (it polls on a timer)
+ * until this many bytes are pending, except the first sample of a process not seen yet,
+ * which wakes it at once so that its maps are read while it is still alive. 0 wakes the
+ * consumer for every record.
+ */
+const volatile __u32 wakeup_bytes = 0;
+
+/* --- maps --- */
+
+/*
+ * Ring buffer shared by samples (variable size: struct mlprof_sample + ustack_len) and
+ * process events (struct mlprof_proc_event). Size set by user space (power of two).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} rb SEC(".maps");
+
+/*
+ * Pid filter: tgid -> 1 for every process to sample when filter_mode is PIDS. Filled by
+ * user space (sampler__add_pid) and, with follow_children, by the fork handler; entries
+ * are removed when the process exits so that a reused pid is not sampled by mistake.
+ * max_entries is set by user space before load.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+/*
+ * Per-CPU scratch record, indexed by CPU id. A plain array with one slot per possible
+ * CPU (max_entries set by user space) rather than a PERCPU_ARRAY, because per-CPU
+ * values are limited to 32 KiB and this one holds the whole record with a 64 KiB stack.
+ * Only the perf_event program uses it, and perf_event programs do not nest on a CPU.
+ */
+struct scratch_rec {
+	__u8 data[sizeof(struct mlprof_sample) + MLPROF_MAX_USTACK +
+		  MLPROF_MAX_PYFRAMES * sizeof(struct mlprof_py_frame) +
+		  PAGE_SIZE /* verifier slack: copy_ustack's skip + (len - skip) */];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch_rec);
+} scratch SEC(".maps");
+
+/*
+ * Processes that already had a sample delivered (tgid -> 1), so that only the first
+ * sample of a new (or newly exec'ed) process forces an immediate wakeup. LRU: old
+ * entries just cost one extra wakeup.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen SEC(".maps");
+
+/* Counters indexed by enum mlprof_bpf_stat, summed over CPUs by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MLPROF_STAT__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/*
+ * x86-64 struct pt_regs as fixed by the user ABI (uapi asm/ptrace.h); both the perf
+ * context registers and bpf_task_pt_regs() point at this layout. Not CO-RE on purpose:
+ * the offsets are ABI and every load is a full 8-byte word (required for perf ctx).
+ */
+struct x86_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	__u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	/* atomic: a perf sample can interrupt a tracepoint program on the same CPU */
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline bool pid_wanted(__u32 tgid)
+{
+	if (self_pid && tgid == self_pid)
+		return false;
+	if (filter_mode == MLPROF_FILTER_ALL)
+		return true;
+	return bpf_map_lookup_elem(&pids, &tgid) != NULL;
+}
+
+static __always_inline void copy_regs(__u64 *dst, const struct x86_regs *r)
+{
+	dst[MLPROF_REG_IP] = r->ip;
+	dst[MLPROF_REG_SP] = r->sp;
+	dst[MLPROF_REG_BP] = r->bp;
+	dst[MLPROF_REG_BX] = r->bx;
+	dst[MLPROF_REG_R12] = r->r12;
+	dst[MLPROF_REG_R13] = r->r13;
+	dst[MLPROF_REG_R14] = r->r14;
+	dst[MLPROF_REG_R15] = r->r15;
+	dst[MLPROF_REG_AX] = r->ax;
+	dst[MLPROF_REG_CX] = r->cx;
+	dst[MLPROF_REG_DX] = r->dx;
+	dst[MLPROF_REG_SI] = r->si;
+	dst[MLPROF_REG_DI] = r->di;
+	dst[MLPROF_REG_R8] = r->r8;
+	dst[MLPROF_REG_R9] = r->r9;
+	dst[MLPROF_REG_R10] = r->r10;
+	dst[MLPROF_REG_R11] = r->r11;
+}
+
+struct vma_ctx {
+	__u64 vm_end;
+};
+
+static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_ctx *vc = data;
+
+	vc->vm_end = vma->vm_end;
+	return 0;
+}
+
+/*
+ * Copies the user stack from sp into rec->ustack. Returns the bytes copied (0 on
+ * failure) and sets MLPROF_SF_USTACK_* flags. stack_end: the end of sp's VMA when the
+ * caller knows it (0: looked up here).
+ */
+static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_struct *task,
+					 __u64 sp, __u64 stack_end)
+{
+	struct vma_ctx vc = {};
+	__u64 want = ustack_bytes;
+	__u64 len, skip, n;
+	bool ok = false;
+	long err;
+	int i;
+
+	if (want > MLPROF_MAX_USTACK)
+		want = MLPROF_MAX_USTACK;
+	if (!want || !sp)
+		return 0;
+
+	if (stack_end > sp) {
+		vc.vm_end = stack_end;
+		err = 0;
+	} else {
+		err = bpf_find_vma(task, sp, vma_end_cb, &vc, 0);
+	}
+	if (err == -ENOENT) {
+		/* sp is in no mapping at all: nothing to read */
+		rec->flags |= MLPROF_SF_USTACK_ERR;
+		stat_inc(MLPROF_STAT_USTACK_ERR);
+		return 0;
+	}
+	len = want;
+	if (err || vc.vm_end <= sp) {
+		/* mmap lock busy or irq_work in use: guess, halving on faults below */
+		stat_inc(MLPROF_STAT_VMA_MISS);
+	} else if (vc.vm_end - sp < want) {
+		len = vc.vm_end - sp;
+	} else if (vc.vm_end - sp > want) {
+		rec->flags |= MLPROF_SF_USTACK_CUT;
+	}
+
+	skip = 0;
+	for (i = 0; i < USTACK_TRIES; i++) {
+		/* keep the bounds visible to the verifier whatever clang does with len */
+		if (len > MLPROF_MAX_USTACK)
+			len = MLPROF_MAX_USTACK;
+		if (skip > PAGE_SIZE || len <= skip)
+			break;
+		n = len - skip;
+		barrier_var(n);
+		if (n > MLPROF_MAX_USTACK)
+			break;
+		if (bpf_probe_read_user(rec->ustack + skip, n, (const void *)(sp + skip)) == 0) {
+			ok = true;
+			break;
+		}
+		/*
+		 * sp's own page not resident: a stack page being faulted in right now (a
+		 * memory event on stack growth). Such a page was never touched, so its content
+		 * is zeros, which is what the failed read leaves in the copy; the frames above
+		 * it are read from the next page on.
+		 */
+		if (i == 0) {
+			__u64 head = PAGE_SIZE - (sp & (PAGE_SIZE - 1));
+
+			if (head < len &&
+			    bpf_probe_read_user(rec->ustack, head, (const void *)sp)) {
+				skip = head;
+				continue;
+			}
+		}
+		/*
+		 * Some page is not resident. Usually it is the never-touched random gap that
+		 * exec leaves below the argument strings at the top of the main stack, so
+		 * first drop whole pages from the top (the frames live below the gap), then
+		 * halve (guessed length after a VMA miss).
+		 */
+		rec->flags |= MLPROF_SF_USTACK_CUT;
+		if (i < USTACK_PAGE_DROPS && ((sp + len - 1) & ~(PAGE_SIZE - 1)) > sp)
+			len = ((sp + len - 1) & ~(PAGE_SIZE - 1)) - sp;
+		else
+			len >>= 1;
+		if (len < USTACK_MIN)
+			break;
+	}
+	/* a short stack read whole is fine: only failed reads are errors */
+	if (!ok) {
+		rec->flags &= ~MLPROF_SF_USTACK_CUT;
+		rec->flags |= MLPROF_SF_USTACK_ERR;
+		stat_inc(MLPROF_STAT_USTACK_ERR);
+		return 0;
+	}
+	if (rec->flags & MLPROF_SF_USTACK_CUT)
+		stat_inc(MLPROF_STAT_USTACK_CUT);
+	return len;
+}
+
+/* Ring-buffer wakeup policy for a sample of tgid (see wakeup_bytes). */
+static __always_inline __u64 wakeup_flags(__u32 tgid)
+{
+	__u8 one = 1;
+
+	if (!wakeup_bytes)
+		return 0;
+	if (!bpf_map_lookup_elem(&seen, &tgid)) {
+		bpf_map_update_elem(&seen, &tgid, &one, BPF_ANY);
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	if (bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+/*
+ * Event sampling bounded per CPU, unbiased: within a 100 ms window the i-th event is taken
+ * with probability p = budget / max(budget, events of the previous window, i) and weighted
+ * 1/p. At a steady rate that is about `budget` captures per window; a burst in a quiet
+ * window grows them only logarithmically (budget x (1 + ln(n / budget))). 20 x budget is
+ * a hard cap, counted in capped_stat. State: a per-CPU array of one struct rate_state per
+ * event family.
+ */
+#define RATE_WINDOW_NS 100000000ULL
+#define WEIGHT_ONE     1024 /* fixed-point 1.0 of a sampling weight */
+
+struct rate_state {
+	__u64 window_start;
+	__u32 seen, seen_prev, captured, pad;
+};
+
+extern int CONFIG_HZ __kconfig __weak;
+
+/*
+ * Coarse time for rate windows and other millisecond-scale checks on hot paths: jiffies, a
+ * plain load, rather than bpf_ktime_get_ns, a clock read (about 70 ns per call on a VM's
+ * kvm-clock, a quarter of the off-CPU program's cost per context switch).
+ */
+static __always_inline __u64 coarse_now_ns(void)
+{
+	__u64 hz = CONFIG_HZ > 0 ? (__u64)CONFIG_HZ : 250;
+
+	return bpf_jiffies64() * (1000000000ULL / hz);
+}
+
+/* Returns the event's weight (WEIGHT_ONE = 1), or 0 when it is not sampled. */
+static __always_inline __u32 rate_sample(void *rate_map, __u32 budget, __u64 now, __u32 capped_stat)
+{
+	__u32 zero = 0, expected;
+	struct rate_state *r = bpf_map_lookup_elem(rate_map, &zero);
+
+	if (!budget)
+		budget = 1;
+	if (!r)
+		return 0;
+	if (now - r->window_start >= RATE_WINDOW_NS) {
+		/* a window with no events after a gap says nothing about the rate */
+		r->seen_prev = now - r->window_start < 2 * RATE_WINDOW_NS ? r->seen : 0;
+		r->seen = 0;
+		r->captured = 0;
+		r->window_start = now;
+	}
+	r->seen++;
+	expected = r->seen_prev > budget ? r->seen_prev : budget;
+	if (r->seen > expected)
+		expected = r->seen;
+	/* below the budget every event is taken: no draw */
+	if (expected > budget && bpf_get_prandom_u32() % expected >= budget)
+		return 0;
+	if (r->captured >= 20 * budget) {
+		stat_inc(capped_stat);
+		return 0;
+	}
+	r->captured++;
+	return (__u32)((__u64)expected * WEIGHT_ONE / budget);
+}
+
+/* A weight as a whole count, rounded up or down at random so that sums stay unbiased. */
+static __always_inline __u64 weight_count(__u32 w)
+{
+	__u64 n = w / WEIGHT_ONE;
+
+	if ((bpf_get_prandom_u32() % WEIGHT_ONE) < w % WEIGHT_ONE)
+		n++;
+	return n;
+}
+
+#include "python.bpf.h"
+
+/*
+ * Starts a record of the given kind for the current task in this CPU's scratch slot.
+ * Programs that fill the slot must not nest on a CPU (each BPF object has its own).
+ */
+static __always_inline struct mlprof_sample *rec_begin(__u32 kind, __u32 tgid, __u32 tid,
+						       __u64 value)
+{
+	__u32 slot = bpf_get_smp_processor_id();
+	struct mlprof_sample *rec = bpf_map_lookup_elem(&scratch, &slot);
+
+	if (!rec)
+		return NULL;
+	rec->type = MLPROF_EV_SAMPLE;
+	rec->kind = kind;
+	rec->pid = tgid;
+	rec->tid = tid;
+	rec->time_ns = bpf_ktime_get_ns();
+	rec->value = value;
+	rec->aux[0] = 0;
+	rec->aux[1] = 0;
+	rec->cpu = slot;
+	rec->flags = 0;
+	rec->kstack_len = 0;
+	rec->ustack_len = 0;
+	rec->py_nframes = 0;
+	rec->py_status = MLPROF_PY_NONE;
+	rec->start_ns = BPF_CORE_READ(bpf_get_current_task_btf(), group_leader, start_boottime);
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	return rec;
+}
+
+/* The current task's kernel stack (ctx: the program's context), marked as in-kernel. */
+static __always_inline void rec_kstack(void *ctx, struct mlprof_sample *rec)
+{
+	long n;
+
+	rec->flags |= MLPROF_SF_IN_KERNEL;
+	n = bpf_get_stack(ctx, rec->kstack, sizeof(rec->kstack), 0);
+	if (n < 0) {
+		rec->flags |= MLPROF_SF_KSTACK_ERR;
+		stat_inc(MLPROF_STAT_KSTACK_ERR);
+	} else {
+		rec->kstack_len = n / sizeof(__u64);
+	}
+}
+
+/*
+ * The current task's user part: registers (from uregs, the interrupted user context, or
+ * when NULL the registers saved at its last kernel entry), the stack copy (stack_end: see
+ * copy_ustack) and the Python frames. Returns the bytes that follow the fixed part of the
+ * record.
+ */
+static __always_inline __u64 rec_user_bounded(struct mlprof_sample *rec,
+					      const struct x86_regs *uregs, __u64 stack_end)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct x86_regs regs;
+	__u64 ulen, plen;
+
+	if (!task->mm || (task->flags & PF_KTHREAD)) {
+		rec->flags |= MLPROF_SF_KTHREAD;
+		stat_inc(MLPROF_STAT_NO_REGS);
+		__builtin_memset(rec->regs, 0, sizeof(rec->regs));
+		return 0;
+	}
+	/*
+	 * Registers go through a stack copy so that one set of loads does not mix ctx and
+	 * kernel pointers (the verifier refuses such instructions).
+	 */
+	if (uregs) {
+		regs = *uregs;
+	} else {
+		void *tregs = (void *)bpf_task_pt_regs(task);
+
+		if (!tregs || bpf_probe_read_kernel(&regs, sizeof(regs), tregs)) {
+			stat_inc(MLPROF_STAT_NO_REGS);
+			__builtin_memset(rec->regs, 0, sizeof(rec->regs));
+			return 0;
+		}
+	}
+	copy_regs(rec->regs, &regs);
+	rec->flags |= MLPROF_SF_USER_REGS;
+	ulen = copy_ustack(rec, task, rec->regs[MLPROF_REG_SP], stack_end);
+	if (ulen > MLPROF_MAX_USTACK)
+		ulen = MLPROF_MAX_USTACK;
+	rec->ustack_len = ulen;
+	plen = py_capture(rec, task, rec->pid, rec->tid, ulen);
+	if (plen > 8 + MLPROF_MAX_PYFRAMES * sizeof(struct mlprof_py_frame))
+		plen = 0;
+	return ulen + plen;
+}
+
+static __always_inline __u64 rec_user(struct mlprof_sample *rec, const struct x86_regs *uregs)
+{
+	return rec_user_bounded(rec, uregs, 0);
+}
+
+/* Sends the record with payload bytes after its fixed part. */
+static __always_inline void rec_submit(struct mlprof_sample *rec, __u64 payload, __u32 tgid)
+{
+	__u64 size = sizeof(*rec) + payload;
+
+	/* keep the bound visible to the verifier (barrier: clang may fold the check away) */
+	barrier_var(size);
+	if (size > sizeof(struct scratch_rec))
+		size = sizeof(*rec);
+	if (bpf_ringbuf_output(&rb, rec, size,
+			       rec->flags & MLPROF_SF_PY_NEW ? BPF_RB_FORCE_WAKEUP
+							     : wakeup_flags(tgid)))
+		stat_inc(MLPROF_STAT_RB_FULL);
+	else
+		stat_inc(MLPROF_STAT_SAMPLES);
+}
+
+#endif /* MLPROF_CAPTURE_BPF_H */

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent's state, shared by its parts: lifecycle, series windows, self-metrics. */
+#ifndef MLPROF_AGENT_H
+#define MLPROF_AGENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "agent_config.h"
+#include "labels.h"
+#include "pipeline.h"
+
+struct exporter;
+struct http_response;
+struct httpd;
+struct metrics;
+struct series;
+
+/* In-flight ring-buffer samples of a window may arrive this long after it ends. */
+#define WINDOW_GRACE_NS 500000000ull
+/* Memory bound of all series of one window together (two windows are open at a time). */
+#define AGENT_WINDOW_MAX_BYTES (32u << 20)
+/* The exporter's in-memory queue bound (exporter__queue_hard_max() gives its hard bound). */
+#define AGENT_QUEUE_MAX_BYTES (16u << 20)
+#define SERIES_BUCKETS	      512
+
+enum drop_reason {
+	DROP_FILTERED, /* user-space filters (--process-regex, --cgroup, --ml-only) */
+	DROP_LATE,     /* arrived after its window was sent */
+	DROP_MEMORY,   /* profile memory bounds */
+	DROP_KIND,     /* sample kind this agent does not aggregate */
+	DROP_ERROR,    /* profile__add failed otherwise */
+	DROP__COUNT,
+};
+
+/* Metric label values of enum drop_reason. */
+extern const char *const agent_drop_names[DROP__COUNT];
+
+struct window {
+	uint64_t idx; /* window number: monotonic ns / interval */
+	struct series *buckets[SERIES_BUCKETS];
+	struct series **list; /* creation order */
+	int n, cap;
+	uint64_t samples;
+	size_t bytes;
+};
+
+/* Counters of the agent itself (main thread writes, httpd thread reads a snapshot). */
+struct agent_counters {
+	uint64_t drops[DROP__COUNT];
+	uint64_t profiled, overflow, profiles_built, encode_errors, submit_errors, windows,
+		empty_windows, reload_ok, reload_err, clock_steps;
+};
+
+/* Memory in use at the end of the last window, per series (for alerts on steady growth). */
+#define AGENT_MAX_INUSE 128
+struct agent_inuse {
+	char service[128];
+	int kind; /* MLPROF_SK_MEMORY or MLPROF_SK_CUDA_ALLOC */
+	int64_t bytes;
+};
+
+struct agent {
+	struct agent_config boot; /* configuration at start (exporter/pipeline use it) */
+	struct agent_config live; /* current configuration (after SIGHUP reloads) */
+	int argc;
+	char **argv;
+	struct labeler *labeler;
+	struct exporter *exp;
+	struct pipeline *pl;
+	struct metrics *metrics;
+	struct httpd *httpd;
+	const char **headers; /* NULL-terminated copy for exporter_config */
+	pid_t *pids;
+	uint64_t interval_ns;
+	int64_t period_ns;
+	int64_t mono_to_real; /* realtime - monotonic, ns */
+	struct window win[2]; /* win[0] = current, win[1] = next */
+	char other_host[256];
+	struct agent_counters c;
+	/* snapshot for the metrics thread */
+	pthread_mutex_t snap_lock;
+	struct pipeline_stats pst;
+	struct labeler_stats lst;
+	struct agent_counters csnap;
+	struct agent_inuse inuse[AGENT_MAX_INUSE], inuse_snap[AGENT_MAX_INUSE];
+	int n_inuse, n_inuse_snap;
+	bool have_pst;
+	atomic_bool ready;
+	atomic_llong heartbeat_ns;
+	int metric_ids[64];
+};
+
+static inline uint64_t agent__clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* realtime - monotonic, read so that the two clocks are as close in time as possible. */
+static inline int64_t agent__clock_offset(void)
+{
+	uint64_t m1 = agent__clock_ns(CLOCK_MONOTONIC);
+	uint64_t r = agent__clock_ns(CLOCK_REALTIME);
+	uint64_t m2 = agent__clock_ns(CLOCK_MONOTONIC);
+
+	return (int64_t)r - (int64_t)(m1 + (m2 - m1) / 2);
+}
+
+/* --- agent_window.c: samples into per-series profiles, one window at a time --- */
+
+/* Frees window w's series and makes it the empty window number idx. */
+void agent_window__reset(struct window *w, uint64_t idx);
+/*
+ * Encodes and hands every series of w (dur_ns long) to the exporter, then empties w for
+ * window next_idx. Failures are counted, never fatal.
+ */
+void agent_window__flush(struct agent *a, struct window *w, uint64_t next_idx, int64_t dur_ns);
+/* Sends window 0 and makes window 1 current; also the pipeline and label cache's gc. */
+void agent_window__rotate(struct agent *a);
+/* The pipeline sink (ctx is the agent): adds one sample to its series. Always 0. */
+int agent_window__sink(void *ctx, const struct sample_info *info, const struct frame *frames,
+		       int n_frames);
+
+/* --- agent_metrics.c: /metrics, /healthz and /readyz --- */
+
+/* Creates a->metrics and registers every family. 0 or -errno. */
+int agent_metrics__setup(struct agent *a);
+/* Copies the counters for the metrics thread and refreshes the heartbeat (main thread). */
+void agent_metrics__snapshot(struct agent *a);
+/* The httpd handler (ctx is the agent). */
+void agent_metrics__http(void *ctx, const char *path, struct http_response *r);
+
+#endif

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+/* HTTP POST for the exporter backends (libcurl): headers, TLS, auth, answer classification. */
+#include "export_http.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <curl/curl.h>
+
+#define LOG_MODULE "exporter"
+#include "log.h"
+#include "redact.h"
+
+struct export_http {
+	const struct exporter_config *cfg;
+	const bool *stop;
+	CURL *curl;
+};
+
+/* See export_http.h. */
+struct export_http *export_http__new(const struct exporter_config *cfg, const bool *stop)
+{
+	struct export_http *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	h->cfg = cfg;
+	h->stop = stop;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	h->curl = curl_easy_init();
+	if (!h->curl) {
+		free(h);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return h;
+}
+
+/* See export_http.h. */
+void export_http__free(struct export_http *h)
+{
+	if (!h)
+		return;
+	curl_easy_cleanup(h->curl);
+	free(h);
+}
+
+struct body {
+	char buf[1024];
+	size_t len;
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ctx)
+{
+	struct body *b = ctx;
+	size_t len = sz * n, room = sizeof(b->buf) - 1 - b->len;
+
+	memcpy(b->buf + b->len, p, len < room ? len : room);
+	b->len += len < room ? len : room;
+	b->buf[b->len] = 0;
+	return len;
+}
+
+/* Extracts "message" from Pyroscope's {"code":..,"message":".."}; else the raw text. */
+static void server_message(const char *body, char *out, size_t len)
+{
+	const char *m = strstr(body, "\"message\"");
+	size_t i = 0;
+
+	if (m && (m = strchr(m + 9, '"'))) {
+		for (m++; *m && *m != '"' && i + 1 < len; m++) {
+			if (*m == '\\' && m[1])
+				m++;
+			out[i++] = *m;
+		}
+		out[i] = 0;
+		return;
+	}
+	if (snprintf(out, len, "%s", body) >= (int)len)
+		pr_debug("server message truncated to %zu bytes", len - 1);
+	for (i = 0; out[i]; i++)
+		if (out[i] == '\n' || out[i] == '\r')
+			out[i] = ' ';
+}
+
+/* Aborts a transfer in flight once the owner asked to stop (exporter__free). */
+static int on_progress(void *ctx, curl_off_t dlt, curl_off_t dl, curl_off_t ult, curl_off_t ul)
+{
+	struct export_http *h = ctx;
+
+	return __atomic_load_n(h->stop, __ATOMIC_RELAXED) ? 1 : 0;
+}
+
+/* See export_http.h. */
+enum export_status export_http__post(struct export_http *http, const char *url,
+				     const char *content_type, const char *const *hdrs,
+				     const void *body, size_t len, struct export_result *res)
+{
+	const struct exporter_config *c = http->cfg;
+	struct curl_slist *h = NULL, *nh;
+	struct body rb = {.len = 0};
+	char line[1024];
+	CURLcode rc;
+	long status = 0;
+	int i;
+
+	res->http_status = 0;
+	res->message[0] = 0;
+	curl_easy_reset(http->curl);
+	snprintf(line, sizeof(line), "Content-Type: %s", content_type);
+	nh = curl_slist_append(h, line);
+	h = nh ? nh : h;
+	if (c->tenant && *c->tenant) {
+		snprintf(line, sizeof(line), "X-Scope-OrgID: %s", c->tenant);
+		nh = curl_slist_append(h, line);
+		h = nh ? nh : h;
+	}
+	if (c->bearer_token && *c->bearer_token) {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", c->bearer_token);
+		nh = curl_slist_append(h, line);
+		h = nh ? nh : h;
+	}
+	for (i = 0; hdrs && hdrs[i]; i++) {
+		nh = curl_slist_append(h, hdrs[i]);
+		h = nh ? nh : h;
+	}
+	for (i = 0; c->headers && c->headers[i]; i++) {
+		nh = curl_slist_append(h, c->headers[i]);
+		h = nh ? nh : h;
+	}
+	/* no "Expect: 100-continue" round trip for big bodies */
+	nh = curl_slist_append(h, "Expect:");
+	h = nh ? nh : h;
+	if (!h) {
+		snprintf(res->message, sizeof(res->message), "out of memory");
+		return EXPORT_RETRYABLE;
+	}
+	curl_easy_setopt(http->curl, CURLOPT_URL, url);
+	curl_easy_setopt(http->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(http->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(http->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(http->curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(http->curl, CURLOPT_USERAGENT, "mlprof/" MLPROF_VERSION);
+	curl_easy_setopt(http->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(http->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
+	curl_easy_setopt(http->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+	curl_easy_setopt(http->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(http->curl, CURLOPT_WRITEDATA, &rb);
+	curl_easy_setopt(http->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(http->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(http->curl, CURLOPT_XFERINFODATA, http);
+	curl_easy_setopt(http->curl, CURLOPT_SSL_VERIFYPEER, c->insecure_skip_verify ? 0L : 1L);
+	curl_easy_setopt(http->curl, CURLOPT_SSL_VERIFYHOST, c->insecure_skip_verify ? 0L : 2L);
+	if (c->ca_file && *c->ca_file)
+		curl_easy_setopt(http->curl, CURLOPT_CAINFO, c->ca_file);
+	if (c->basic_user && *c->basic_user) {
+		curl_easy_setopt(http->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(http->curl, CURLOPT_USERNAME, c->basic_user);
+		curl_easy_setopt(http->curl, CURLOPT_PASSWORD,
+				 c->basic_password ? c->basic_password : "");
+	}
+	rc = curl_easy_perform(http->curl);
+	curl_slist_free_all(h);
+	if (rc != CURLE_OK) {
+		char shown[1024];
+
+		snprintf(res->message, sizeof(res->message), "%s: %s",
+			 redact__url(url, shown, sizeof(shown)), curl_easy_strerror(rc));
+		return EXPORT_RETRYABLE;
+	}
+	curl_easy_getinfo(http->curl, CURLINFO_RESPONSE_CODE, &status);
+	res->http_status = status;
+	if (status >= 200 && status < 300)
+		return EXPORT_SENT;
+	server_message(rb.buf, res->message, sizeof(res->message));
+	if (status == 429 || status >= 500 || status == 408)
+		return EXPORT_RETRYABLE;
+	return EXPORT_REJECTED;
+}

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The summary `mlprof record` prints at the end: samples, health of each event kind, top. */
+#include "record_summary.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "event_kind.h"
+#include "pipeline.h"
+#include "profile.h"
+#include "unwind.h"
+
+struct leaf_count {
+	char *name;
+	int64_t count;
+};
+
+struct summary_ctx {
+	const struct profile *prof;
+	struct leaf_count *leaves;
+	size_t n, cap;
+};
+
+static int collect_leaf(const struct profile_sample_view *s, void *ctx)
+{
+	struct summary_ctx *sc = ctx;
+	char buf[512];
+	const char *name;
+
+	if (s->n_locations == 0)
+		return 0;
+	name = profile__location_name(sc->prof, s->location_ids[0], buf, sizeof(buf));
+	for (size_t i = 0; i < sc->n; i++) {
+		if (strcmp(sc->leaves[i].name, name) == 0) {
+			sc->leaves[i].count += s->values[0];
+			return 0;
+		}
+	}
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 64;
+		struct leaf_count *nl = realloc(sc->leaves, cap * sizeof(*nl));
+
+		if (!nl)
+			return -ENOMEM;
+		sc->leaves = nl;
+		sc->cap = cap;
+	}
+	sc->leaves[sc->n].name = strdup(name);
+	if (!sc->leaves[sc->n].name)
+		return -ENOMEM;
+	sc->leaves[sc->n++].count = s->values[0];
+	return 0;
+}
+
+static int cmp_leaf(const void *a, const void *b)
+{
+	const struct leaf_count *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* One line on the off-CPU profile: time, how it was sampled, what was lost. */
+static void print_offcpu(const struct pipeline_stats *ps, const struct profile *prof)
+{
+	const uint64_t *b = ps->bpf;
+
+	fprintf(stderr,
+		"mlprof: off-CPU: %.3f s in %zu stacks; %llu switch-outs, %llu captured (sampled, "
+		"weighted), %llu shorter than the minimum",
+		(double)profile__total(prof, 0) / 1e9, profile__n_samples(prof),
+		(unsigned long long)b[MLPROF_STAT_OFFCPU_SWITCHES],
+		(unsigned long long)b[MLPROF_STAT_OFFCPU_CAPTURED],
+		(unsigned long long)b[MLPROF_STAT_OFFCPU_SHORT]);
+	if (b[MLPROF_STAT_OFFCPU_CAPPED] || b[MLPROF_STAT_OFFCPU_END_LOST] ||
+	    ps->offcpu_unmatched || ps->offcpu_dropped)
+		fprintf(stderr,
+			"; lost: %llu over the rate cap, %llu ends, %llu unmatched, %llu "
+			"over the pending bound",
+			(unsigned long long)b[MLPROF_STAT_OFFCPU_CAPPED],
+			(unsigned long long)b[MLPROF_STAT_OFFCPU_END_LOST],
+			(unsigned long long)ps->offcpu_unmatched,
+			(unsigned long long)ps->offcpu_dropped);
+	fputc('\n', stderr);
+}
+
+struct kcount {
+	char *name;
+	uint64_t count;
+};
+
+struct cuda_summary {
+	uint64_t calls[MLPROF_SK__COUNT];
+	uint64_t frees;
+	struct kcount *k;
+	size_t n, cap;
+};
+
+static void sum_count(void *ctx, pid_t pid, enum mlprof_sample_kind kind, uint64_t what,
+		      const char *name, uint64_t count)
+{
+	struct cuda_summary *cs = ctx;
+
+	(void)pid;
+	if (kind == MLPROF_SK_CUDA_ALLOC && what == 1)
+		cs->frees += count;
+	else if ((unsigned int)kind < MLPROF_SK__COUNT)
+		cs->calls[kind] += count;
+	if (kind != MLPROF_SK_CUDA_LAUNCH || !name)
+		return;
+	for (size_t i = 0; i < cs->n; i++)
+		if (!strcmp(cs->k[i].name, name)) {
+			cs->k[i].count += count;
+			return;
+		}
+	if (cs->n == cs->cap) {
+		size_t cap = cs->cap ? cs->cap * 2 : 16;
+		struct kcount *k = realloc(cs->k, cap * sizeof(*k));
+
+		if (!k)
+			return;
+		cs->k = k;
+		cs->cap = cap;
+	}
+	cs->k[cs->n].name = strdup(name);
+	if (cs->k[cs->n].name)
+		cs->k[cs->n++].count = count;
+}
+
+static int cmp_kcount(const void *a, const void *b)
+{
+	const struct kcount *x = a, *y = b;
+
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->name, y->name);
+}
+
+/* CUDA/NCCL lines: exact call counts from BPF, the top kernels, what the profiles hold. */
+static void print_cuda(struct profile *const *prof, const struct pipeline_stats *ps,
+		       struct pipeline *pl)
+{
+	struct cuda_summary cs = {0};
+	const struct profile *mem = prof[MLPROF_SK_CUDA_ALLOC];
+
+	if (pipeline__cuda_counts(pl, sum_count, &cs) || !(ps->bpf[MLPROF_STAT_CUDA_EVENTS])) {
+		/* nothing to say for programs that do not use CUDA */
+		if (ps->cuda.libs_attached || ps->cuda.libs_detached)
+			fprintf(stderr,
+				"mlprof: cuda: CUDA/NCCL libraries probed, no calls seen\n");
+		free(cs.k);
+		return;
+	}
+	fprintf(stderr,
+		"mlprof: cuda: %llu kernel launches, %llu graph launches, %llu synchronize calls "
+		"(%.3f s blocked), %llu copies, %llu allocations, %llu frees, %llu NCCL calls "
+		"(exact counts; stacks sampled: %llu captured)\n",
+		(unsigned long long)cs.calls[MLPROF_SK_CUDA_LAUNCH],
+		(unsigned long long)cs.calls[MLPROF_SK_CUDA_GRAPH],
+		(unsigned long long)cs.calls[MLPROF_SK_CUDA_SYNC],
+		prof[MLPROF_SK_CUDA_SYNC]
+			? (double)profile__total(prof[MLPROF_SK_CUDA_SYNC], 0) / 1e9
+			: 0.0,
+		(unsigned long long)cs.calls[MLPROF_SK_CUDA_MEMCPY],
+		(unsigned long long)cs.calls[MLPROF_SK_CUDA_ALLOC], (unsigned long long)cs.frees,
+		(unsigned long long)cs.calls[MLPROF_SK_NCCL],
+		(unsigned long long)ps->bpf[MLPROF_STAT_CUDA_CAPTURED]);
+	if (mem)
+		fprintf(stderr,
+			"mlprof: cuda: GPU memory: %lld bytes allocated, %lld bytes still in use "
+			"at "
+			"the end (or when their process exited)\n",
+			(long long)profile__total(mem, 0), (long long)profile__total(mem, 1));
+	qsort(cs.k, cs.n, sizeof(*cs.k), cmp_kcount);
+	for (size_t i = 0; i < cs.n && i < 5; i++)
+		fprintf(stderr, "  %10llu  %s\n", (unsigned long long)cs.k[i].count, cs.k[i].name);
+	for (size_t i = 0; i < cs.n; i++)
+		free(cs.k[i].name);
+	free(cs.k);
+}
+
+/* One line on Python-stack health when Python processes were seen. */
+static void print_python_health(const struct pipeline_stats *ps)
+{
+	const struct python_stats *py = &ps->python;
+	uint64_t procs = 0, walked;
+	const uint64_t *b = ps->bpf;
+
+	for (int v = PY_MINOR_MIN; v <= PY_MINOR_MAX; v++)
+		procs += py->procs[v];
+	if (!procs && !py->procs_unsupported)
+		return;
+	fprintf(stderr, "mlprof: python: %llu processes", (unsigned long long)procs);
+	for (int v = PY_MINOR_MIN, first = 1; v <= PY_MINOR_MAX; v++) {
+		if (!py->procs[v])
+			continue;
+		fprintf(stderr, "%s3.%d: %llu", first ? " (" : ", ", v,
+			(unsigned long long)py->procs[v]);
+		first = 0;
+	}
+	if (procs)
+		fprintf(stderr, ")");
+	if (py->procs_unsupported)
+		fprintf(stderr, ", %llu unsupported (native frames only)",
+			(unsigned long long)py->procs_unsupported);
+	walked = b[MLPROF_STAT_PY_SAMPLES] + b[MLPROF_STAT_PY_NO_TSTATE] +
+		 b[MLPROF_STAT_PY_NO_FRAME] + b[MLPROF_STAT_PY_TID_MISMATCH];
+	fprintf(stderr, "; %llu samples with Python frames", (unsigned long long)py->samples);
+	if (walked)
+		fprintf(stderr, " (%.1f%% of their samples)",
+			100.0 * (double)b[MLPROF_STAT_PY_SAMPLES] / (double)walked);
+	fprintf(stderr, ", %llu frames named, %llu unreadable", (unsigned long long)py->frames,
+		(unsigned long long)py->frames_failed);
+	if (b[MLPROF_STAT_PY_NO_TSTATE] || b[MLPROF_STAT_PY_NO_FRAME] ||
+	    b[MLPROF_STAT_PY_READ_ERR] || b[MLPROF_STAT_PY_TRUNCATED] ||
+	    b[MLPROF_STAT_PY_TID_MISMATCH])
+		fprintf(stderr,
+			"; walks: %llu threads without a thread state, %llu idle, %llu read "
+			"errors, %llu deeper than %d frames, %llu thread mismatches",
+			(unsigned long long)b[MLPROF_STAT_PY_NO_TSTATE],
+			(unsigned long long)b[MLPROF_STAT_PY_NO_FRAME],
+			(unsigned long long)b[MLPROF_STAT_PY_READ_ERR],
+			(unsigned long long)b[MLPROF_STAT_PY_TRUNCATED], MLPROF_MAX_PYFRAMES,
+			(unsigned long long)b[MLPROF_STAT_PY_TID_MISMATCH]);
+	fputc('\n', stderr);
+}
+
+/* Frames of code without unwind info (Go, no CFI) walked by frame pointer, where there were. */
+static void print_fp_fallback(const struct pipeline_stats *ps)
+{
+	const struct unwind_stats *u = &ps->unwind;
+
+	if (!u->fp_frames && !u->fp_failed[UNWIND_FP_FAIL_BAD_POINTER] &&
+	    !u->fp_failed[UNWIND_FP_FAIL_OUTSIDE_STACK])
+		return;
+	fprintf(stderr,
+		"mlprof: code without unwind info: %llu frames recovered by frame pointer (%llu "
+		"placed by Go stack deltas); chains stopped at %llu bad frame pointers, %llu "
+		"beyond the stack copy\n",
+		(unsigned long long)u->fp_frames, (unsigned long long)u->fp_go_frames,
+		(unsigned long long)u->fp_failed[UNWIND_FP_FAIL_BAD_POINTER],
+		(unsigned long long)u->fp_failed[UNWIND_FP_FAIL_OUTSIDE_STACK]);
+}
+
+/* See record_summary.h. */
+void record_summary__print(const struct record_summary *rs)
+{
+	struct profile *const *prof = rs->prof;
+	struct pipeline *pl = rs->pl;
+	struct pipeline_stats ps;
+	struct summary_ctx sc = {.prof = prof[MLPROF_SK_CPU]};
+	int64_t total = profile__total(prof[MLPROF_SK_CPU], 0);
+	uint64_t complete, drops;
+
+	pipeline__stats(pl, &ps);
+	drops = ps.bpf[MLPROF_STAT_RB_FULL];
+	complete = ps.unwind_ends[UNWIND_END_COMPLETE];
+	fprintf(stderr, "mlprof: %lld samples in %.1f s at %u Hz", (long long)total, rs->secs,
+		rs->freq_hz);
+	fprintf(stderr, ", %llu dropped (ring buffer full)", (unsigned long long)drops);
+	if (ps.samples)
+		fprintf(stderr, ", %.1f%% user stacks complete",
+			100.0 * (double)complete / (double)(ps.samples ? ps.samples : 1));
+	if (ps.samples)
+		fprintf(stderr, ", %.1f us CPU/sample",
+			(double)ps.cpu_ns / 1000.0 / (double)ps.samples);
+	fputc('\n', stderr);
+	/*
+	 * A copy cut at --stack-size only costs frames when the unwinder needed the bytes
+	 * beyond it: say how many chains lost their outer frames, and what to do about it.
+	 */
+	if (ps.unwind_ends[UNWIND_END_STACK_CUT])
+		fprintf(stderr,
+			"mlprof: %llu stacks (%.1f%% of all captured) miss their outermost frames: "
+			"the stack was deeper than the %u bytes copied (raise --stack-size, max "
+			"%u)\n",
+			(unsigned long long)ps.unwind_ends[UNWIND_END_STACK_CUT],
+			100.0 * (double)ps.unwind_ends[UNWIND_END_STACK_CUT] /
+				(double)(ps.samples ? ps.samples : 1),
+			rs->ustack_bytes, (unsigned int)MLPROF_MAX_USTACK);
+	if (ps.bpf[MLPROF_STAT_USTACK_ERR])
+		fprintf(stderr,
+			"mlprof: %llu stacks have at most their innermost user frame: their stack "
+			"memory could not be read\n",
+			(unsigned long long)ps.bpf[MLPROF_STAT_USTACK_ERR]);
+	print_fp_fallback(&ps);
+	print_python_health(&ps);
+	if (prof[MLPROF_SK_OFFCPU])
+		print_offcpu(&ps, prof[MLPROF_SK_OFFCPU]);
+	if (rs->cuda)
+		print_cuda(prof, &ps, pl);
+	if (prof[MLPROF_SK_MEMORY]) {
+		const struct profile *m = prof[MLPROF_SK_MEMORY];
+
+		fprintf(stderr,
+			"mlprof: memory: %.1f MiB of anonymous memory brought in (sampled every "
+			"%lu KiB), %.1f MiB still in use at the end or at process exit (%llu "
+			"entries "
+			"tracked now, %llu dropped by the bound)\n",
+			(double)profile__total(m, 0) / 1048576.0, rs->memory_sample_kib,
+			(double)profile__total(m, 1) / 1048576.0,
+			(unsigned long long)ps.mem.entries, (unsigned long long)ps.mem.dropped);
+	}
+	for (int k = 0; k < MLPROF_SK__COUNT; k++)
+		if (prof[k] && profile__dropped(prof[k]))
+			fprintf(stderr,
+				"mlprof: %llu %s samples dropped: profile memory bound reached\n",
+				(unsigned long long)profile__dropped(prof[k]),
+				event_kind__get((enum mlprof_sample_kind)k)->name);
+	if (total <= 0)
+		return;
+	if (profile__for_each_sample(prof[MLPROF_SK_CPU], collect_leaf, &sc) == 0 && sc.n) {
+		qsort(sc.leaves, sc.n, sizeof(*sc.leaves), cmp_leaf);
+		fprintf(stderr, "mlprof: top functions (self):\n");
+		for (size_t i = 0; i < sc.n && i < 10; i++)
+			fprintf(stderr, "  %6.2f%%  %7lld  %s\n",
+				100.0 * (double)sc.leaves[i].count / (double)total,
+				(long long)sc.leaves[i].count, sc.leaves[i].name);
+	}
+	for (size_t i = 0; i < sc.n; i++)
+		free(sc.leaves[i].name);
+	free(sc.leaves);
+}

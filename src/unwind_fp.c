@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Frame-pointer unwinding for code without CFI: rbp chains, Go's pcsp for interrupted frames. */
+#include "unwind_fp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elf.h"
+#include "gopclntab.h"
+
+/* Go tables kept (direct-mapped by file); each slot holds a reference on its file. */
+#define GO_SLOTS 32
+
+struct go_slot {
+	struct elf_file *ef;
+	struct gopclntab *go; /* NULL: not Go, or an unusable table (not retried) */
+};
+
+struct unwind_fp {
+	struct go_slot slots[GO_SLOTS];
+};
+
+/* See unwind_fp.h. */
+struct unwind_fp *unwind_fp__new(void)
+{
+	return calloc(1, sizeof(struct unwind_fp));
+}
+
+/* See unwind_fp.h. */
+void unwind_fp__free(struct unwind_fp *fp)
+{
+	if (!fp)
+		return;
+	for (int i = 0; i < GO_SLOTS; i++) {
+		gopclntab__free(fp->slots[i].go);
+		elf_file__put(fp->slots[i].ef);
+	}
+	free(fp);
+}
+
+/* The Go table of ef (opened on first need), or NULL. */
+static struct gopclntab *go_table(struct unwind_fp *fp, struct elf_file *ef)
+{
+	struct go_slot *s = &fp->slots[((uintptr_t)ef >> 4) % GO_SLOTS];
+
+	if (s->ef == ef)
+		return s->go;
+	gopclntab__free(s->go);
+	elf_file__put(s->ef);
+	s->ef = elf_file__get(ef);
+	s->go = gopclntab__open(ef);
+	return s->go;
+}
+
+/* The 8-byte word at addr of the copied stack. */
+static bool stack_word(const struct fp_stack *st, uint64_t addr, uint64_t *v)
+{
+	if (addr < st->lo || addr - st->lo > st->len || st->len - (addr - st->lo) < 8)
+		return false;
+	memcpy(v, st->data + (addr - st->lo), 8);
+	return true;
+}
+
+/* Follows rbp: [rbp] is the caller's rbp, [rbp + 8] the return address. */
+static enum unwind_fp_step bp_step(const struct fp_stack *st, fp_code_ok_cb code_ok, void *ctx,
+				   struct fp_regs *r)
+{
+	uint64_t bp = r->bp, next_bp, ret;
+
+	if (!bp)
+		return UNWIND_FP_STEP_END;
+	/* above the frame's sp: callers' frames only ever lie higher on the stack */
+	if ((bp & 7) || bp < r->sp)
+		return UNWIND_FP_STEP_BAD;
+	if (!stack_word(st, bp, &next_bp) || !stack_word(st, bp + 8, &ret))
+		return UNWIND_FP_STEP_OUTSIDE;
+	if (!ret)
+		return UNWIND_FP_STEP_END;
+	if (!code_ok(ctx, ret))
+		return UNWIND_FP_STEP_BAD;
+	r->ip = ret;
+	r->sp = bp + 16;
+	r->bp = next_bp;
+	return UNWIND_FP_STEP_BP;
+}
+
+/*
+ * An interrupted Go frame: pcsp gives the bytes below the return address. Frameless leaves
+ * and prologues/epilogues (rbp not, or no longer, this frame's) keep the caller's rbp;
+ * a set-up frame (rbp at the saved-rbp slot) is left to bp_step.
+ */
+static enum unwind_fp_step go_step(struct unwind_fp *fp, const struct fp_stack *st,
+				   const struct fp_code *code, fp_code_ok_cb code_ok, void *ctx,
+				   struct fp_regs *r)
+{
+	struct gopclntab *go;
+	uint32_t delta;
+	uint64_t ret;
+
+	if (!code->ef || !(go = go_table(fp, code->ef)) ||
+	    gopclntab__sp_delta(go, r->ip - code->bias, &delta))
+		return UNWIND_FP_STEP_BAD;
+	if (delta >= 8 && r->bp == r->sp + delta - 8)
+		return UNWIND_FP_STEP_BAD;
+	if (!stack_word(st, r->sp + delta, &ret) || !ret || !code_ok(ctx, ret))
+		return UNWIND_FP_STEP_BAD;
+	r->ip = ret;
+	r->sp += delta + 8;
+	return UNWIND_FP_STEP_GO;
+}
+
+/* See unwind_fp.h. */
+enum unwind_fp_step unwind_fp__step(struct unwind_fp *fp, const struct fp_stack *st,
+				    const struct fp_code *code, bool interrupted,
+				    fp_code_ok_cb code_ok, void *ctx, struct fp_regs *r)
+{
+	if (interrupted && go_step(fp, st, code, code_ok, ctx, r) == UNWIND_FP_STEP_GO)
+		return UNWIND_FP_STEP_GO;
+	return bp_step(st, code_ok, ctx, r);
+}

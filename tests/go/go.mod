@@ -1,0 +1,3 @@
+module mlprof.test/spin
+
+go 1.21

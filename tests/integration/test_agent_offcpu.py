@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""`mlprof agent --off-cpu` against a real Grafana Pyroscope v2.2.1 (scripts/pyroscope.sh).
+
+The agent profiles tests/workloads/offcpu_workload (threads blocking in known chains:
+nanosleep, a pipe read, a contended mutex; it times each blocking call itself), selected
+with --pid, at a capture rate where nothing is sampled, and pushes every window. Queried
+back from Pyroscope by service_name (set with --service-rule):
+- ProfileTypes lists offcpu:offcpu:nanoseconds:offcpu:nanoseconds next to process_cpu;
+- SelectMergeStacktraces of the offcpu type holds the chain functions, each with about the
+  off-CPU time the workload measured for it, the kernel frames under them, and the
+  offcpu_reason label (blocked for the waits);
+- the CPU profile of the same service_name holds the CPU-burning chain.
+
+Exit 77 (skipped) when not root (BPF) or when no Pyroscope binary is available
+(`scripts/pyroscope.sh path`). Python 3 stdlib only.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pyroscope_server import PyroscopeServer, span  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+MLPROF = os.environ.get("MLPROF", os.path.join(SRC, "build", "mlprof"))
+WL_DIR = os.environ.get("WL_DIR", os.path.join(SRC, "build", "tests", "workloads"))
+WORKLOAD = os.path.join(WL_DIR, "offcpu_workload")
+SCRIPT = os.environ.get("PYROSCOPE_SH", os.path.join(SRC, "scripts", "pyroscope.sh"))
+TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
+
+OFFCPU = "offcpu:offcpu:nanoseconds:offcpu:nanoseconds"
+CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+INTERVAL_S = 2
+WORKLOAD_S = 8
+# High enough that nothing is sampled (the workload switches out ~1000 times a second in
+# all), so what Pyroscope holds per chain must be what the workload measured.
+RATE = "20000"
+CHAINS = {
+    "sleep_chain_a": ["sleep_chain_a", "run_sleeper", "run_chains", "main"],
+    "read_chain_b": ["read_chain_b", "reader_main", "start_thread"],
+    "lock_chain_c": ["lock_chain_c", "waiter_main", "start_thread"],
+}
+KERNEL = {"__schedule", "schedule", "entry_SYSCALL_64_after_hwframe"}
+TOTAL_TOL = 0.10  # per-chain total in Pyroscope vs the workload's measurement
+
+TMP = None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(cond, timeout, step=0.5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+def flame_totals(fg):
+    """{function: total} of a Pyroscope flame graph (levels of [x, total, self, name]),
+    and the set of (parent, child) name pairs (root side first)."""
+    names = fg.get("names", [])
+    totals, edges = {}, set()
+    prev = []  # (start, end, name) of the level above
+    for lvl in fg.get("levels", []):
+        vals = [int(x) for x in lvl.get("values", [])]
+        cur, x = [], 0
+        for i in range(0, len(vals) - 3, 4):
+            x += vals[i]
+            total, name = vals[i + 1], names[vals[i + 3]]
+            totals[name] = totals.get(name, 0) + total
+            for s, e, pn in prev:
+                if s <= x < e:
+                    edges.add((pn, name))
+                    break
+            cur.append((x, x + total, name))
+            x += total
+        prev = cur
+    return totals, edges
+
+
+class Server(PyroscopeServer):
+    def merged(self, ptype, selector):
+        s, e = span()
+        return self.query("SelectMergeStacktraces",
+                          {"profileTypeID": ptype, "labelSelector": selector, "start": s,
+                           "end": e}).get("flamegraph", {})
+
+    def label_values(self, name, selector):
+        s, e = span()
+        return set(self.query("LabelValues", {"name": name, "start": s, "end": e,
+                                              "matchers": [selector]}).get("names", []))
+
+    def profile_types(self):
+        s, e = span()
+        out = self.query("ProfileTypes", {"start": s, "end": e})
+        return {t.get("ID") for t in out.get("profileTypes", [])}
+
+
+class AgentOffcpu(unittest.TestCase):
+    def setUp(self):
+        self.cleanup = []
+        self.token = "off%d%d" % (os.getpid(), int(time.time() * 1000) % 100000000)
+        self.service = "offcpu-it-" + self.token
+        self.srv = Server(SCRIPT, os.path.join(TMP, "pyro"))
+        self.srv.start(timeout=180)
+        self.cleanup.append(self.srv.stop)
+
+    def tearDown(self):
+        for fn in reversed(self.cleanup):
+            try:
+                fn()
+            except Exception as err:  # keep tearing down
+                print("teardown: %s" % err)
+
+    def start_agent(self, pid):
+        port = free_port()
+        log_path = os.path.join(TMP, "agent.log")
+        argv = [MLPROF, "agent", "--url", self.srv.url, "--off-cpu", "--off-cpu-rate", RATE,
+                "--upload-interval", str(INTERVAL_S), "--frequency", "49",
+                "--pid", str(pid),
+                "--service-rule", "process:offcpu_workloa[d] chains .*%s$=%s" %
+                (self.token, self.service),
+                "--metrics-addr", "127.0.0.1:%d" % port, "--k8s", "off",
+                "--spool-dir", os.path.join(TMP, "spool")]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLPROF_")}
+        env["MLPROF_LOG_LEVEL"] = "debug"
+        logf = open(log_path, "w")
+        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=env)
+
+        def log():
+            with open(log_path) as f:
+                return f.read()
+
+        def stop():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            logf.close()
+        self.cleanup.append(stop)
+
+        def ready():
+            if proc.poll() is not None:
+                raise AssertionError("agent exited %s:\n%s" % (proc.returncode, log()))
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port,
+                                            timeout=5) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+        if not wait_for(ready, 30, 0.2):
+            raise AssertionError("agent never ready:\n" + log())
+
+        def drops():
+            """mlprof_samples_dropped_total{reason=...} != 0, from /metrics."""
+            out = {}
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+                for line in r.read().decode().splitlines():
+                    if "drop" in line and not line.startswith("#"):
+                        key, _, val = line.rpartition(" ")
+                        if float(val):
+                            out[key] = float(val)
+            return out
+        return proc, log, drops
+
+    def test_offcpu_pushed_and_queryable(self):
+        # The workload waits at its gate until the agent, filtering on its pid in the
+        # kernel, is ready: everything it measures is profiled, and only its switch-outs
+        # count against the capture rate (host-wide at --off-cpu-rate 20000 a busy host
+        # floods the ring buffer).
+        wl = subprocess.Popen([WORKLOAD, "chains", str(WORKLOAD_S), self.token],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, OFFCPU_GATE="1"))
+        self.cleanup.append(lambda: wl.poll() is None and wl.kill())
+        agent, log, drops = self.start_agent(wl.pid)
+        t_start = time.time()
+        out, err = wl.communicate("go\n", timeout=120)
+        self.assertEqual(wl.returncode, 0, err)
+        measured = json.loads(out.strip().splitlines()[-1])
+        # the window holding the workload's end is sent at the next rotation or on SIGTERM
+        time.sleep(INTERVAL_S + 0.5)
+        dropped = drops()
+        agent.send_signal(signal.SIGTERM)
+        rc = agent.wait(timeout=30)
+        self.assertEqual(rc, 0, "agent exit status:\n" + log()[-3000:])
+        sel = '{service_name="%s"}' % self.service
+
+        want = {fn: measured[fn]["off_ns"] for fn in CHAINS}
+
+        def stored():
+            t, _ = flame_totals(self.srv.merged(OFFCPU, sel))
+            return all(t.get(fn, 0) >= 0.9 * want[fn] for fn in CHAINS)
+        wait_for(stored, 30, 1)
+
+        # the offcpu profile type is listed next to the CPU one
+        types = self.srv.profile_types()
+        self.assertIn(OFFCPU, types)
+        self.assertIn(CPU, types)
+
+        fg = self.srv.merged(OFFCPU, sel)
+        totals, edges = flame_totals(fg)
+        report = ["%s: Pyroscope %.3f s, measured %.3f s (%+.1f%%), %d calls" %
+                  (fn, totals.get(fn, 0) / 1e9, want[fn] / 1e9,
+                   100.0 * (totals.get(fn, 0) - want[fn]) / want[fn], measured[fn]["calls"])
+                  for fn in CHAINS]
+        report.append("workload ran %.2f s from %.3f; offcpu total %.3f s; agent drops %s" %
+                      (measured["seconds"], t_start, int(fg.get("total", 0) or 0) / 1e9,
+                       dropped))
+        report += [l for l in log().splitlines() if " window " in l]
+        print("\n" + "\n".join(report))
+        for fn, chain in CHAINS.items():
+            self.assertIn(fn, totals, "%s not in %s" % (fn, sorted(totals)))
+            self.assertLess(abs(totals[fn] - want[fn]) / want[fn], TOTAL_TOL,
+                            "\n".join(report))
+            # root side first in the flame graph: caller -> callee along the chain
+            for callee, caller in zip(chain, chain[1:]):
+                self.assertIn((caller, callee), edges, "%s -> %s" % (caller, callee))
+        self.assertTrue(KERNEL <= set(totals), "kernel frames %s" % (KERNEL - set(totals)))
+        self.assertIn("do_nanosleep", totals)
+        self.assertTrue(any("futex_wait" in n for n in totals), sorted(totals))
+        self.assertTrue(any("pipe_read" in n for n in totals), sorted(totals))
+        # only this process: at most its 5 threads off the CPU for the whole run
+        self.assertLessEqual(int(fg.get("total", 0)),
+                             1.1 * 5 * measured["seconds"] * 1e9 + 4 * INTERVAL_S * 1e9)
+
+        # offcpu_reason is a series label: the waits are under blocked
+        # memory growth is on by default: its series may be there too
+        names = self.srv.label_values("__name__", sel)
+        self.assertTrue({"process_cpu", "offcpu"} <= names <= {"process_cpu", "offcpu", "memory"},
+                        names)
+        reasons = self.srv.label_values("offcpu_reason", sel)
+        self.assertIn("blocked", reasons)
+        self.assertTrue(reasons <= {"blocked", "preempted"}, reasons)
+        bt, _ = flame_totals(self.srv.merged(
+            OFFCPU, '{service_name="%s",offcpu_reason="blocked"}' % self.service))
+        for fn in CHAINS:
+            self.assertGreaterEqual(bt.get(fn, 0), 0.95 * totals[fn],
+                                    "%s blocked %d of %d" % (fn, bt.get(fn, 0), totals[fn]))
+        for name in ("pid", "tid"):
+            self.assertEqual(self.srv.label_values(name, sel), set(),
+                             "%s promoted to a series label" % name)
+
+        # the CPU profile of the same service holds the CPU-burning chain
+        ct, cedges = flame_totals(self.srv.merged(CPU, sel))
+        self.assertIn("burn_spin", ct, sorted(ct))
+        self.assertIn(("hold_chain", "burn_spin"), cedges)
+        self.assertIn(("holder_main", "hold_chain"), cedges)
+        # (the CPU profile has CPU samples in do_nanosleep too, around the switch: a few ms
+        # of CPU, not the seconds of sleep)
+        self.assertLess(ct.get("do_nanosleep", 0), 0.1 * want["sleep_chain_a"],
+                        "off-CPU weight in the CPU profile")
+        self.assertGreater(ct["burn_spin"], 0.5 * measured["burn_spin_cpu_ns"],
+                           "burn_spin CPU %d ns in Pyroscope vs %d measured" %
+                           (ct["burn_spin"], measured["burn_spin_cpu_ns"]))
+
+
+def main():
+    global TMP
+    if os.geteuid() != 0:
+        print("SKIP: needs root for BPF")
+        return 77
+    path = subprocess.run([SCRIPT, "path"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True)
+    if path.returncode or not path.stdout.strip():
+        print("SKIP: no Pyroscope binary (run scripts/pyroscope.sh build)")
+        return 77
+    for p in (MLPROF, WORKLOAD):
+        if not os.access(p, os.X_OK):
+            print("FAIL: missing executable %s" % p)
+            return 1
+    os.makedirs(TMP_ROOT, exist_ok=True)
+    TMP = tempfile.mkdtemp(prefix="agent_offcpu.", dir=TMP_ROOT)
+    prog = unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[1:], exit=False)
+    ok = prog.result.wasSuccessful()
+    if ok:
+        shutil.rmtree(TMP, ignore_errors=True)
+    else:
+        print("data kept in %s" % TMP)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

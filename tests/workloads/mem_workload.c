@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Memory-growth workload for mlprof's integration test it.record_memory, built -O2
+ * -fomit-frame-pointer -g0 like production ML binaries. Two known noinline chains bring in
+ * anonymous memory with mmap and a write to every page (never through malloc, whose free
+ * lists would make the first-touch attribution depend on the allocator's history), with
+ * transparent huge pages off for the whole process (one THP fault maps 2 MiB but counts
+ * as one 4 KiB fault):
+ *
+ *   keep:   main -> run_keep -> keep_chain -> touch_pages    KEEP_MIB MiB in 2 MiB mappings
+ *           that are never unmapped (the program's memory growth)
+ *   churn:  main -> run_churn -> churn_chain -> touch_pages  CHURN_MIB MiB in 4 MiB blocks,
+ *           each mapped, written and unmapped at once (transient memory)
+ *
+ * The two are interleaved (one keep step, then one churn step) over SECONDS, so the churn
+ * blocks are mapped and unmapped next to (and often at the addresses of) earlier churn
+ * blocks while the kept memory stays. Then one JSON line on stdout: the exact bytes kept
+ * and churned, pages written, and the process's minor faults over the run.
+ *
+ *   mem_workload hold KEEP_MIB CHURN_MIB SECONDS
+ *       then waits until stdin reaches EOF (the recording ends while the memory is held),
+ *       and exits without unmapping
+ *   mem_workload exit KEEP_MIB CHURN_MIB SECONDS
+ *       then exits at once without unmapping (the in-use view is the one at process exit)
+ *   mem_workload deep MIB MAX_PAD_KIB STEP_KIB
+ *       main -> run_deep -> deep_chain -> touch_pages keeps MIB MiB (in 1 MiB mappings)
+ *       with each of 0, STEP_KIB, ... MAX_PAD_KIB KiB of the main thread's stack in use by
+ *       deep_chain (an alloca written through): main-thread stacks of every depth up to the
+ *       stack copy size, whose frames must all be unwound; then exits
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB	    (1024L * 1024L)
+#define KEEP_CHUNK  (2 * MIB)
+#define CHURN_BLOCK (4 * MIB)
+
+static long page_size;
+static long pages_written;
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_until(int64_t t)
+{
+	struct timespec ts = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+		;
+}
+
+static void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mem_workload: mmap");
+		exit(1);
+	}
+	madvise(p, len, MADV_NOHUGEPAGE); /* belt and braces: PR_SET_THP_DISABLE is set too */
+	return p;
+}
+
+/* The leaf of both chains: the first write to every page is a write fault on anonymous
+ * memory (no read first, which would map the zero page). */
+__attribute__((noinline)) void touch_pages(volatile char *p, size_t len)
+{
+	for (size_t off = 0; off < len; off += (size_t)page_size) {
+		p[off] = (char)(off >> 12 | 1);
+		pages_written++;
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void keep_chain(size_t len)
+{
+	touch_pages(map_anon(len), len); /* never unmapped */
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void run_keep(size_t len)
+{
+	keep_chain(len);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void churn_chain(size_t len)
+{
+	char *p = map_anon(len);
+
+	touch_pages(p, len);
+	if (munmap(p, len) != 0) {
+		perror("mem_workload: munmap");
+		exit(1);
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void run_churn(size_t len)
+{
+	churn_chain(len);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Keeps len bytes with pad_kib KiB of the main thread's stack in use below main (the
+ * frames of a deep call stack), written first so that those pages are resident. */
+__attribute__((noinline)) void deep_chain(size_t len, long pad_kib)
+{
+	volatile char *pad = __builtin_alloca((size_t)pad_kib * 1024 + 1);
+
+	for (long i = 0; i <= pad_kib * 1024; i += 64)
+		pad[i] = (char)i;
+	touch_pages(map_anon(len), len);
+	__asm__ volatile("" ::"r"(pad) : "memory");
+}
+
+__attribute__((noinline)) void run_deep(size_t len, long pad_kib)
+{
+	deep_chain(len, pad_kib);
+	__asm__ volatile("" ::: "memory");
+}
+
+static long minflt(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+int main(int argc, char **argv)
+{
+	long keep_mib, churn_mib, kept = 0, churned = 0, flt0;
+	int hold, steps;
+	double seconds;
+	int64_t t0, step_ns;
+
+	if (argc == 5 && strcmp(argv[1], "deep") == 0) {
+		long mib = atol(argv[2]), max_kib = atol(argv[3]), step_kib = atol(argv[4]), flt;
+		long kept = 0;
+
+		if (mib < 1 || max_kib < 0 || step_kib < 1) {
+			fprintf(stderr,
+				"mem_workload: deep MIB >= 1, MAX_PAD_KIB >= 0, STEP_KIB >= 1\n");
+			return 2;
+		}
+		page_size = sysconf(_SC_PAGESIZE);
+		if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0)
+			perror("mem_workload: PR_SET_THP_DISABLE");
+		flt = minflt();
+		for (long pad = 0; pad <= max_kib; pad += step_kib)
+			for (long i = 0; i < mib; i++) {
+				run_deep(MIB, pad);
+				kept += MIB;
+			}
+		printf("{\"mode\":\"deep\",\"kept_bytes\":%ld,\"pages_written\":%ld,"
+		       "\"minor_faults\":%ld}\n",
+		       kept, pages_written, minflt() - flt);
+		return 0;
+	}
+	if (argc != 5 || (strcmp(argv[1], "hold") && strcmp(argv[1], "exit"))) {
+		fprintf(stderr,
+			"usage: %s hold|exit KEEP_MIB CHURN_MIB SECONDS | deep MIB MAX_PAD_KIB "
+			"STEP_KIB\n",
+			argv[0]);
+		return 2;
+	}
+	hold = strcmp(argv[1], "hold") == 0;
+	keep_mib = atol(argv[2]);
+	churn_mib = atol(argv[3]);
+	seconds = atof(argv[4]);
+	if (keep_mib < 2 || keep_mib % 2 || churn_mib < 4 || churn_mib % 4 || !(seconds > 0)) {
+		fprintf(stderr,
+			"mem_workload: KEEP_MIB a multiple of 2, CHURN_MIB a multiple of 4, "
+			"SECONDS > 0\n");
+		return 2;
+	}
+	page_size = sysconf(_SC_PAGESIZE);
+	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0)
+		perror("mem_workload: PR_SET_THP_DISABLE");
+
+	steps = (int)(keep_mib / 2 > churn_mib / 4 ? keep_mib / 2 : churn_mib / 4);
+	step_ns = (int64_t)(seconds * 1e9 / steps);
+	flt0 = minflt();
+	t0 = mono_ns();
+	for (int i = 0; i < steps; i++) {
+		/* not tail calls: main stays on the stack under the chains */
+		if (kept < keep_mib * MIB) {
+			run_keep(KEEP_CHUNK);
+			kept += KEEP_CHUNK;
+		}
+		if (churned < churn_mib * MIB) {
+			run_churn(CHURN_BLOCK);
+			churned += CHURN_BLOCK;
+		}
+		sleep_until(t0 + (i + 1) * step_ns);
+	}
+	printf("{\"mode\":\"%s\",\"kept_bytes\":%ld,\"churned_bytes\":%ld,\"pages_written\":%ld,"
+	       "\"minor_faults\":%ld,\"page_size\":%ld,\"seconds\":%.3f}\n",
+	       argv[1], kept, churned, pages_written, minflt() - flt0, page_size,
+	       (double)(mono_ns() - t0) / 1e9);
+	fflush(stdout);
+	if (hold) {
+		char buf[256];
+
+		while (read(0, buf, sizeof(buf)) > 0)
+			;
+	}
+	return 0;
+}
