@@ -5,6 +5,7 @@
 
 #include "sampler.h"
 #include "privilege.h"
+#include "tracefs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -696,6 +697,11 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 		pr_err("kernel BTF unavailable: %s: %s (need CONFIG_DEBUG_INFO_BTF)",
 		       VMLINUX_BTF_PATH, strerror(err));
 		errno = err == EACCES ? EPERM : EOPNOTSUPP;
+		return NULL;
+	}
+	err = tracefs__ensure();
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
 
