@@ -4,7 +4,7 @@
 #define MLPROF_TRACEFS_H
 
 /* Where tracefs is looked for and, if absent there and under debugfs, mounted. */
-#define TRACEFS_DIR "/sys/kernel/tracing"
+#define TRACEFS_DIR	    "/sys/kernel/tracing"
 #define TRACEFS_DEBUGFS_DIR "/sys/kernel/debug/tracing"
 
 /*
