@@ -9,14 +9,16 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
+/* stat, not access(2): access checks the real uid without capabilities (CAP_DAC_READ_SEARCH) */
 static int has_events(const char *dir)
 {
 	char path[64];
+	struct stat st;
 
 	snprintf(path, sizeof(path), "%s/events", dir);
-	return access(path, F_OK) == 0;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* See tracefs.h. */

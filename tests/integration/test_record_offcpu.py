@@ -388,7 +388,9 @@ class RecordOffcpu(unittest.TestCase):
         for i in range(3):
             d = tmpdir()
             pb = os.path.join(d, "launch.pb.gz")
-            record(["--off-cpu", "--off-cpu-rate", EXACT_RATE, "-q", "-o", pb],
+            # -F 499: the 0.3 s run burns ~50 ms of CPU, ~5 samples at 99 Hz, and none at
+            # all when other work takes the CPU: the check needs samples to look at
+            record(["-F", "499", "--off-cpu", "--off-cpu-rate", EXACT_RATE, "-q", "-o", pb],
                    [env, "OFFCPU_LAUNCHED=1", WORKLOAD, "chains", "0.3"])
             for path in (pb, os.path.join(d, "launch.offcpu.pb.gz")):
                 names = {}
