@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "diff_flamegraph.h"
 #include "gzip.h"
@@ -74,13 +75,7 @@ static void usage(FILE *f)
 }
 
 /* One clear line, then exit status 2. */
-#define usage_error(...)                                                                           \
-	do {                                                                                       \
-		fprintf(stderr, "mlprof: diff: ");                                                 \
-		fprintf(stderr, __VA_ARGS__);                                                      \
-		fprintf(stderr, " (see 'mlprof diff --help')\n");                                  \
-		return -EINVAL;                                                                    \
-	} while (0)
+#define usage_error(...) return cli__usage_error("diff", __VA_ARGS__)
 
 enum {
 	OPT_SAMPLE_INDEX = 256,
@@ -150,9 +145,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			return 1;
 		case '?':
 		default:
-			if (optopt && optopt < 256)
-				usage_error("invalid or incomplete option '-%c'", optopt);
-			usage_error("invalid or incomplete option '%s'", argv[optind - 1]);
+			return cli__bad_option("diff", optopt, argv[optind - 1],
+					       "invalid or incomplete option");
 		}
 	}
 	if (argc - optind != 2)

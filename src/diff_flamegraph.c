@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "flamegraph.h"
+#include "flamegraph_tree.h"
 
 /*
  * Like Brendan Gregg's differential flame graphs, red is growth and blue is shrink; unlike
@@ -28,89 +28,31 @@ static const int grow_rgb[3] = {224, 52, 40};
 static const int shrink_rgb[3] = {44, 110, 224};
 static const int same_rgb[3] = {222, 222, 222};
 
-struct dnode {
-	uint32_t name; /* row id, ROOT_NAME for the root */
-	uint32_t parent;
-	uint32_t first_child; /* 0 = none (node 0 is the root, never a child) */
-	uint32_t next_sibling;
+/* A node's values. */
+struct dval {
 	int64_t v[2]; /* base, new: including children */
 	double w;     /* average share of both totals, 0..1 */
-	bool keep;
 };
 
 struct dtree {
+	struct flamegraph_tree ft;
 	const struct diff_result *r;
 	const char *type, *unit;
-	struct dnode *nodes;
-	size_t n, cap;
-	uint32_t *slots; /* (parent, name) -> node index + 1 */
-	size_t nslots;
-	int side; /* the side being added */
-	size_t n_kept;
+	int side;     /* the side being added */
 	double scale; /* a change of this many points is drawn in full colour */
-	int err;
+	/* what prune() keeps: widths over thr, and budget more of width thr */
+	double thr;
+	size_t budget;
 };
 
-static uint64_t node_hash(uint32_t parent, uint32_t name)
+static struct dval *dval(const struct dtree *t, uint32_t i)
 {
-	uint64_t h = ((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ULL;
-
-	return h ^ (h >> 29);
+	return flamegraph_tree__data(&t->ft, i);
 }
 
-static int grow(struct dtree *t)
+static const char *node_name(uint32_t name, const void *ctx)
 {
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 1024;
-		struct dnode *nn = realloc(t->nodes, nc * sizeof(*nn));
-
-		if (!nn)
-			return -ENOMEM;
-		t->nodes = nn;
-		t->cap = nc;
-	}
-	if ((t->n + 1) * 2 > t->nslots) {
-		size_t ns = t->nslots ? t->nslots * 2 : 2048;
-		uint32_t *slots = calloc(ns, sizeof(*slots));
-
-		if (!slots)
-			return -ENOMEM;
-		for (size_t i = 1; i < t->n; i++) {
-			size_t j = node_hash(t->nodes[i].parent, t->nodes[i].name) & (ns - 1);
-
-			while (slots[j])
-				j = (j + 1) & (ns - 1);
-			slots[j] = (uint32_t)i + 1;
-		}
-		free(t->slots);
-		t->slots = slots;
-		t->nslots = ns;
-	}
-	return 0;
-}
-
-/* Returns the child of parent with this name, creating it; 0 on ENOMEM. */
-static uint32_t child_of(struct dtree *t, uint32_t parent, uint32_t name)
-{
-	size_t j;
-
-	if (grow(t))
-		return 0;
-	for (j = node_hash(parent, name) & (t->nslots - 1); t->slots[j];
-	     j = (j + 1) & (t->nslots - 1)) {
-		const struct dnode *nd = &t->nodes[t->slots[j] - 1];
-
-		if (nd->parent == parent && nd->name == name)
-			return t->slots[j] - 1;
-	}
-	t->nodes[t->n] = (struct dnode){
-		.name = name,
-		.parent = parent,
-		.next_sibling = t->nodes[parent].first_child,
-	};
-	t->nodes[parent].first_child = (uint32_t)t->n;
-	t->slots[j] = (uint32_t)++t->n;
-	return (uint32_t)t->n - 1;
+	return name == ROOT_NAME ? "all" : diff__row_name(ctx, name);
 }
 
 static int add_cb(const uint32_t *rows, int n, int64_t value, void *ctx)
@@ -118,13 +60,13 @@ static int add_cb(const uint32_t *rows, int n, int64_t value, void *ctx)
 	struct dtree *t = ctx;
 	uint32_t cur = 0;
 
-	t->nodes[0].v[t->side] += value;
+	dval(t, 0)->v[t->side] += value;
 	/* root first; very deep stacks are cut at their root end's DFG_MAX_DEPTH frames */
 	for (int i = n - 1; i >= 0 && n - i <= DFG_MAX_DEPTH; i--) {
-		cur = child_of(t, cur, rows[i]);
+		cur = flamegraph_tree__child(&t->ft, cur, rows[i], 0);
 		if (!cur)
 			return -ENOMEM;
-		t->nodes[cur].v[t->side] += value;
+		dval(t, cur)->v[t->side] += value;
 	}
 	return 0;
 }
@@ -136,42 +78,43 @@ static int cmp_double_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+static bool keep_cb(const struct flamegraph_tree *ft, uint32_t i, void *ctx)
+{
+	struct dtree *t = ctx;
+	double w = dval(t, i)->w;
+
+	return i == 0 || (w > 0 && (w > t->thr || (w == t->thr && t->budget && t->budget--)));
+}
+
 /* Keeps at most max nodes, the widest; parents before children, nothing of no width. */
 static int prune(struct dtree *t, size_t max)
 {
-	double *ws, thr = 0;
-	size_t above = 0, budget = 0;
+	size_t n = t->ft.n, above = 0;
+	double *ws;
 
-	if (t->n > max) {
-		ws = malloc(t->n * sizeof(*ws));
+	if (n > max) {
+		ws = malloc(n * sizeof(*ws));
 		if (!ws)
 			return -ENOMEM;
-		for (size_t i = 0; i < t->n; i++)
-			ws[i] = t->nodes[i].w;
-		qsort(ws, t->n, sizeof(*ws), cmp_double_desc);
-		thr = ws[max - 1];
+		for (uint32_t i = 0; i < n; i++)
+			ws[i] = dval(t, i)->w;
+		qsort(ws, n, sizeof(*ws), cmp_double_desc);
+		t->thr = ws[max - 1];
 		free(ws);
-		for (size_t i = 0; i < t->n; i++)
-			above += t->nodes[i].w > thr;
-		budget = max - above;
+		for (uint32_t i = 0; i < n; i++)
+			above += dval(t, i)->w > t->thr;
+		t->budget = max - above;
 	}
-	t->n_kept = 0;
-	/* node indexes grow from parent to child, so parents are decided first */
-	for (size_t i = 0; i < t->n; i++) {
-		struct dnode *nd = &t->nodes[i];
-		bool pk = i == 0 || t->nodes[nd->parent].keep;
-
-		nd->keep = i == 0 || (pk && nd->w > 0 &&
-				      (nd->w > thr || (nd->w == thr && budget && budget--)));
-		t->n_kept += nd->keep;
-	}
+	flamegraph_tree__keep(&t->ft, keep_cb, t);
 	return 0;
 }
 
-static double delta_points(const struct dtree *t, const struct dnode *nd)
+static double delta_points(const struct dtree *t, uint32_t i)
 {
-	return 100.0 * ((double)nd->v[1] / (double)diff__result_total(t->r, 1) -
-			(double)nd->v[0] / (double)diff__result_total(t->r, 0));
+	const struct dval *d = dval(t, i);
+
+	return 100.0 * ((double)d->v[1] / (double)diff__result_total(t->r, 1) -
+			(double)d->v[0] / (double)diff__result_total(t->r, 0));
 }
 
 static int tree_build(struct dtree *t)
@@ -179,103 +122,55 @@ static int tree_build(struct dtree *t)
 	double t0 = (double)diff__result_total(t->r, 0), t1 = (double)diff__result_total(t->r, 1);
 	int err;
 
-	err = grow(t);
+	err = flamegraph_tree__init(&t->ft, sizeof(struct dval), ROOT_NAME, node_name, t->r);
 	if (err)
 		return err;
-	t->nodes[0] = (struct dnode){.name = ROOT_NAME};
-	t->n = 1;
 	for (t->side = 0; t->side < 2; t->side++) {
 		err = diff__for_each_stack(t->r, t->side, add_cb, t);
 		if (err)
 			return err;
 	}
-	for (size_t i = 0; i < t->n; i++) {
-		struct dnode *nd = &t->nodes[i];
+	for (uint32_t i = 0; i < t->ft.n; i++) {
+		struct dval *d = dval(t, i);
 
-		nd->w = 0.5 * ((double)nd->v[0] / t0 + (double)nd->v[1] / t1);
+		d->w = 0.5 * ((double)d->v[0] / t0 + (double)d->v[1] / t1);
 	}
 	err = prune(t, DFG_MAX_NODES);
 	if (err)
 		return err;
 	t->scale = 1.0;
-	for (size_t i = 1; i < t->n; i++)
-		if (t->nodes[i].keep && fabs(delta_points(t, &t->nodes[i])) > t->scale)
-			t->scale = fabs(delta_points(t, &t->nodes[i]));
+	for (uint32_t i = 1; i < t->ft.n; i++)
+		if (t->ft.nodes[i].keep && fabs(delta_points(t, i)) > t->scale)
+			t->scale = fabs(delta_points(t, i));
 	return 0;
 }
 
-static int child_cmp(const void *a, const void *b, void *ctx)
+/* A node's members (see flamegraph.h): width, both values, self values and the change. */
+static void json_members(FILE *f, uint32_t i, void *ctx)
 {
 	const struct dtree *t = ctx;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const struct flamegraph_node *nd = &t->ft.nodes[i];
+	const struct dval *d = dval(t, i);
+	int64_t self[2] = {d->v[0], d->v[1]};
 
-	return strcmp(diff__row_name(t->r, t->nodes[x].name),
-		      diff__row_name(t->r, t->nodes[y].name));
-}
-
-/* The kept children of node i sorted by name (malloc'd, *n set), or NULL on ENOMEM. */
-static uint32_t *sorted_children(const struct dtree *t, uint32_t i, size_t *n)
-{
-	uint32_t *arr;
-	size_t k = 0;
-
-	for (uint32_t c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
-		k += t->nodes[c].keep;
-	arr = malloc((k ? k : 1) * sizeof(*arr));
-	if (!arr)
-		return NULL;
-	*n = k;
-	k = 0;
-	for (uint32_t c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
-		if (t->nodes[c].keep)
-			arr[k++] = c;
-	qsort_r(arr, k, sizeof(*arr), child_cmp, (void *)t);
-	return arr;
-}
-
-/* Writes node i and its kept children as JSON (see flamegraph.h for the members). */
-static void json_node(FILE *f, struct dtree *t, uint32_t i)
-{
-	const struct dnode *nd = &t->nodes[i];
-	int64_t self[2] = {nd->v[0], nd->v[1]};
-	uint32_t *kids;
-	size_t n;
-
-	kids = sorted_children(t, i, &n);
-	if (!kids) {
-		t->err = -ENOMEM;
-		return;
+	for (uint32_t c = nd->first_child; c; c = t->ft.nodes[c].next_sibling) {
+		if (t->ft.nodes[c].keep) {
+			self[0] -= dval(t, c)->v[0];
+			self[1] -= dval(t, c)->v[1];
+		}
 	}
-	for (size_t k = 0; k < n; k++) {
-		self[0] -= t->nodes[kids[k]].v[0];
-		self[1] -= t->nodes[kids[k]].v[1];
-	}
-	fputs("{\"name\":", f);
-	flamegraph__json_str(f, nd->name == ROOT_NAME ? "all" : diff__row_name(t->r, nd->name));
 	fprintf(f,
 		",\"value\":%" PRId64 ",\"kind\":%d,\"b\":%" PRId64 ",\"n\":%" PRId64
 		",\"sb\":%" PRId64 ",\"sn\":%" PRId64 ",\"d\":%.4f",
-		(int64_t)llround(nd->w * WIDTH_UNITS), nd->name == ROOT_NAME ? -1 : 0, nd->v[0],
-		nd->v[1], self[0], self[1], delta_points(t, nd));
-	if (n) {
-		fputs(",\"children\":[", f);
-		for (size_t k = 0; k < n && !t->err; k++) {
-			if (k)
-				fputc(',', f);
-			json_node(f, t, kids[k]);
-		}
-		fputc(']', f);
-	}
-	fputc('}', f);
-	free(kids);
+		(int64_t)llround(d->w * WIDTH_UNITS), nd->name == ROOT_NAME ? -1 : 0, d->v[0],
+		d->v[1], self[0], self[1], delta_points(t, i));
 }
 
 static int page_tree(FILE *f, void *ctx)
 {
 	struct dtree *t = ctx;
 
-	json_node(f, t, 0);
-	return t->err;
+	return flamegraph_tree__write_json(f, &t->ft, 0, json_members, t);
 }
 
 static void page_subtitle(FILE *f, void *ctx)
@@ -316,11 +211,11 @@ static void page_notes(FILE *f, void *ctx)
 {
 	const struct dtree *t = ctx;
 
-	if (t->n_kept < t->n)
+	if (t->ft.n_kept < t->ft.n)
 		fprintf(f,
 			"<span class=\"note\">Showing %zu of %zu frames: the narrowest are folded "
 			"into their callers.</span>",
-			t->n_kept, t->n);
+			t->ft.n_kept, t->ft.n);
 }
 
 /*
@@ -386,11 +281,10 @@ int diff_flamegraph__write_html(const struct diff_result *r, const char *title, 
 	err = tree_build(&t);
 	if (err)
 		goto cleanup;
-	pg.n_nodes = t.n_kept;
-	pg.n_all_nodes = t.n;
+	pg.n_nodes = t.ft.n_kept;
+	pg.n_all_nodes = t.ft.n;
 	err = flamegraph__write_page(f, &pg);
 cleanup:
-	free(t.nodes);
-	free(t.slots);
+	flamegraph_tree__free(&t.ft);
 	return err;
 }

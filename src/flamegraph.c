@@ -2,6 +2,7 @@
 /* Flame graphs: a self-contained interactive HTML page (canvas + inline JS) and a static SVG. */
 #include "output.h"
 #include "flamegraph.h"
+#include "flamegraph_tree.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -38,47 +39,37 @@
 #define SVG_PAD_SIDE   10
 #define SVG_PAD_BOTTOM 24
 
-struct node {
-	uint32_t name; /* index into tree.names */
-	uint32_t parent;
-	uint32_t first_child; /* 0 = none (node 0 is the root, never a child) */
-	uint32_t next_sibling;
-	int64_t value; /* total, including children */
-	uint16_t depth;
-	uint8_t kind; /* enum frame_kind; 255 for the root */
-	bool keep;
+/* A node's values: its total and the threads it ran in. */
+struct fg_data {
+	int64_t value;		  /* total, including children */
 	uint32_t th[FG_THREADS];  /* thread name index + 1, 0 = free slot */
 	int64_t th_v[FG_THREADS]; /* value per named thread */
 	int64_t th_other;	  /* value of the threads beyond the slots */
 };
 
 struct tree {
+	struct flamegraph_tree ft;
 	const struct profile *p;
 	int vi;
-	struct node *nodes;
-	size_t n, cap;
-	uint32_t *slots; /* child index: hash(parent, name, kind) -> node index + 1 */
-	size_t nslots;
 	char **names; /* unique display names */
 	size_t n_names, cap_names;
 	uint32_t *name_slots;
 	size_t n_name_slots;
 	uint32_t *loc_name; /* location id - 1 -> name index */
 	uint8_t *loc_kind;
-	size_t n_kept;
 	int64_t cut_below; /* nodes with smaller values were cut; 0 if none */
-	int max_depth;
 };
 
-#define ROOT_KIND 255
-
-static uint64_t node_hash(uint32_t parent, uint32_t name, uint8_t kind)
+static struct fg_data *fgd(const struct tree *t, uint32_t i)
 {
-	uint64_t h = ((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ULL;
+	return flamegraph_tree__data(&t->ft, i);
+}
 
-	h ^= kind;
-	h *= 0xff51afd7ed558ccdULL;
-	return h ^ (h >> 29);
+/* ---- the profile's tree (on flamegraph_tree.h) ---- */
+
+static uint64_t name_hash_at(size_t i, const void *ctx)
+{
+	return hash__str(((const struct tree *)ctx)->names[i]);
 }
 
 static int name_intern(struct tree *t, const char *s, uint32_t *out)
@@ -87,16 +78,10 @@ static int name_intern(struct tree *t, const char *s, uint32_t *out)
 
 	if ((t->n_names + 1) * 2 > t->n_name_slots) {
 		size_t ns = t->n_name_slots ? t->n_name_slots * 2 : 1024;
-		uint32_t *slots = calloc(ns, sizeof(*slots));
+		uint32_t *slots = flamegraph_tree__index(ns, 0, t->n_names, name_hash_at, t);
 
 		if (!slots)
 			return -ENOMEM;
-		for (size_t i = 0; i < t->n_names; i++) {
-			for (j = hash__str(t->names[i]) & (ns - 1); slots[j];
-			     j = (j + 1) & (ns - 1))
-				;
-			slots[j] = (uint32_t)i + 1;
-		}
 		free(t->name_slots);
 		t->name_slots = slots;
 		t->n_name_slots = ns;
@@ -125,81 +110,25 @@ static int name_intern(struct tree *t, const char *s, uint32_t *out)
 	return 0;
 }
 
-static int grow_nodes(struct tree *t)
+static const char *name_of(uint32_t name, const void *ctx)
 {
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 1024;
-		struct node *nn = realloc(t->nodes, nc * sizeof(*nn));
-
-		if (!nn)
-			return -ENOMEM;
-		t->nodes = nn;
-		t->cap = nc;
-	}
-	if ((t->n + 1) * 2 > t->nslots) {
-		size_t ns = t->nslots ? t->nslots * 2 : 2048;
-		uint32_t *slots = calloc(ns, sizeof(*slots));
-
-		if (!slots)
-			return -ENOMEM;
-		for (size_t i = 1; i < t->n; i++) {
-			const struct node *nd = &t->nodes[i];
-			size_t j = node_hash(nd->parent, nd->name, nd->kind) & (ns - 1);
-
-			while (slots[j])
-				j = (j + 1) & (ns - 1);
-			slots[j] = (uint32_t)i + 1;
-		}
-		free(t->slots);
-		t->slots = slots;
-		t->nslots = ns;
-	}
-	return 0;
-}
-
-/* Returns the child of parent with this name/kind, creating it; 0 on ENOMEM. */
-static uint32_t child_of(struct tree *t, uint32_t parent, uint32_t name, uint8_t kind)
-{
-	size_t j;
-	struct node *nd;
-
-	if (grow_nodes(t))
-		return 0;
-	for (j = node_hash(parent, name, kind) & (t->nslots - 1); t->slots[j];
-	     j = (j + 1) & (t->nslots - 1)) {
-		nd = &t->nodes[t->slots[j] - 1];
-		if (nd->parent == parent && nd->name == name && nd->kind == kind)
-			return t->slots[j] - 1;
-	}
-	nd = &t->nodes[t->n];
-	*nd = (struct node){
-		.name = name,
-		.parent = parent,
-		.next_sibling = t->nodes[parent].first_child,
-		.depth = (uint16_t)(t->nodes[parent].depth + 1),
-		.kind = kind,
-	};
-	t->nodes[parent].first_child = (uint32_t)t->n;
-	t->slots[j] = (uint32_t)++t->n;
-	if (nd->depth > t->max_depth)
-		t->max_depth = nd->depth;
-	return (uint32_t)t->n - 1;
+	return ((const struct tree *)ctx)->names[name];
 }
 
 /* Adds v of thread th (name index + 1, 0 = unknown) to a node's thread slots. */
-static void node_thread(struct node *nd, uint32_t th, int64_t v)
+static void node_thread(struct fg_data *d, uint32_t th, int64_t v)
 {
 	if (!th)
 		return;
 	for (int i = 0; i < FG_THREADS; i++) {
-		if (!nd->th[i])
-			nd->th[i] = th;
-		if (nd->th[i] == th) {
-			nd->th_v[i] += v;
+		if (!d->th[i])
+			d->th[i] = th;
+		if (d->th[i] == th) {
+			d->th_v[i] += v;
 			return;
 		}
 	}
-	nd->th_other += v;
+	d->th_other += v;
 }
 
 static int add_cb(const struct profile_sample_view *s, void *ctx)
@@ -218,17 +147,17 @@ static int add_cb(const struct profile_sample_view *s, void *ctx)
 			break;
 		}
 	}
-	t->nodes[0].value += v;
-	node_thread(&t->nodes[0], th, v);
+	fgd(t, 0)->value += v;
+	node_thread(fgd(t, 0), th, v);
 	/* cap depth so uint16 depths and recursion stay bounded */
 	for (int i = s->n_locations - 1; i >= 0 && s->n_locations - i < 4096; i--) {
 		uint32_t loc = s->location_ids[i] - 1;
 
-		cur = child_of(t, cur, t->loc_name[loc], t->loc_kind[loc]);
+		cur = flamegraph_tree__child(&t->ft, cur, t->loc_name[loc], t->loc_kind[loc]);
 		if (!cur)
 			return -ENOMEM;
-		t->nodes[cur].value += v;
-		node_thread(&t->nodes[cur], th, v);
+		fgd(t, cur)->value += v;
+		node_thread(fgd(t, cur), th, v);
 	}
 	return 0;
 }
@@ -240,38 +169,42 @@ static int cmp_i64_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* What prune() keeps: values over thr, and budget more of value thr. */
+struct cut {
+	int64_t thr;
+	size_t budget;
+};
+
+static bool keep_cb(const struct flamegraph_tree *ft, uint32_t i, void *ctx)
+{
+	struct cut *c = ctx;
+	int64_t v = ((const struct fg_data *)flamegraph_tree__data(ft, i))->value;
+
+	return v > c->thr || (v == c->thr && c->budget && c->budget--);
+}
+
 /* Marks at most max nodes to keep, dropping the smallest; parents before children. */
 static int prune(struct tree *t, size_t max)
 {
-	int64_t *vals, thr;
-	size_t above = 0, budget;
+	struct cut c = {.thr = INT64_MIN}; /* keeps all */
+	size_t n = t->ft.n, above = 0;
+	int64_t *vals;
 
-	for (size_t i = 0; i < t->n; i++)
-		t->nodes[i].keep = true;
-	t->n_kept = t->n;
-	if (t->n <= max)
-		return 0;
-	vals = malloc(t->n * sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->n; i++)
-		vals[i] = t->nodes[i].value;
-	qsort(vals, t->n, sizeof(*vals), cmp_i64_desc);
-	thr = vals[max - 1];
-	free(vals);
-	for (size_t i = 0; i < t->n; i++)
-		above += t->nodes[i].value > thr;
-	budget = max - above;
-	t->n_kept = 0;
-	/* node indexes grow from parent to child, so parents are decided first */
-	for (size_t i = 0; i < t->n; i++) {
-		struct node *nd = &t->nodes[i];
-		bool pk = i == 0 || t->nodes[nd->parent].keep;
-
-		nd->keep = pk && (nd->value > thr || (nd->value == thr && budget && budget--));
-		t->n_kept += nd->keep;
+	if (n > max) {
+		vals = malloc(n * sizeof(*vals));
+		if (!vals)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n; i++)
+			vals[i] = fgd(t, i)->value;
+		qsort(vals, n, sizeof(*vals), cmp_i64_desc);
+		c.thr = vals[max - 1];
+		free(vals);
+		for (uint32_t i = 0; i < n; i++)
+			above += fgd(t, i)->value > c.thr;
+		c.budget = max - above;
+		t->cut_below = c.thr + 1;
 	}
-	t->cut_below = thr + 1;
+	flamegraph_tree__keep(&t->ft, keep_cb, &c);
 	return 0;
 }
 
@@ -281,8 +214,7 @@ static void tree_free(struct tree *t)
 		free(t->names[i]);
 	free(t->names);
 	free(t->name_slots);
-	free(t->nodes);
-	free(t->slots);
+	flamegraph_tree__free(&t->ft);
 	free(t->loc_name);
 	free(t->loc_kind);
 }
@@ -291,6 +223,7 @@ static int tree_build(struct tree *t, const struct profile *p, int vi)
 {
 	size_t n_locs = profile__n_locations(p);
 	char buf[NAME_LEN];
+	uint32_t root;
 	int err;
 
 	memset(t, 0, sizeof(*t));
@@ -312,50 +245,16 @@ static int tree_build(struct tree *t, const struct profile *p, int vi)
 		if (err)
 			return err;
 	}
-	err = grow_nodes(t);
+	err = name_intern(t, "all", &root);
 	if (err)
 		return err;
-	t->nodes[0] = (struct node){.kind = ROOT_KIND};
-	err = name_intern(t, "all", &t->nodes[0].name);
+	err = flamegraph_tree__init(&t->ft, sizeof(struct fg_data), root, name_of, t);
 	if (err)
 		return err;
-	t->n = 1;
 	err = profile__for_each_sample(p, add_cb, t);
 	if (err)
 		return err;
 	return prune(t, FG_MAX_NODES);
-}
-
-/* Children of a node that are kept, sorted by name then kind. malloc'd, *n set. */
-static const struct tree *sort_tree;
-
-static int child_cmp(const void *a, const void *b)
-{
-	const struct node *x = &sort_tree->nodes[*(const uint32_t *)a];
-	const struct node *y = &sort_tree->nodes[*(const uint32_t *)b];
-	int c = strcmp(sort_tree->names[x->name], sort_tree->names[y->name]);
-
-	return c ? c : (int)x->kind - (int)y->kind;
-}
-
-static uint32_t *sorted_children(const struct tree *t, uint32_t i, size_t *n)
-{
-	uint32_t *arr;
-	size_t k = 0;
-
-	for (uint32_t c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
-		k += t->nodes[c].keep;
-	*n = k;
-	arr = malloc((k ? k : 1) * sizeof(*arr));
-	if (!arr)
-		return NULL;
-	k = 0;
-	for (uint32_t c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
-		if (t->nodes[c].keep)
-			arr[k++] = c;
-	sort_tree = t;
-	qsort(arr, k, sizeof(*arr), child_cmp);
-	return arr;
 }
 
 /* ---- escaping ---- */
@@ -473,47 +372,29 @@ static size_t utf8_chars(const char *str)
 
 /* ---- HTML ---- */
 
-static void json_tree(FILE *f, const struct tree *t, uint32_t i, int *err)
+/* A profile node's members: value, kind and the threads it ran in. */
+static void json_members(FILE *f, uint32_t i, void *ctx)
 {
-	const struct node *nd = &t->nodes[i];
-	uint32_t *kids;
-	size_t n;
+	const struct tree *t = ctx;
+	const struct flamegraph_node *nd = &t->ft.nodes[i];
+	const struct fg_data *d = fgd(t, i), *pd = fgd(t, nd->parent);
 
-	fputs("{\"name\":", f);
-	json_str(f, t->names[nd->name]);
-	fprintf(f, ",\"value\":%" PRId64 ",\"kind\":%d", nd->value,
-		nd->kind == ROOT_KIND ? -1 : (int)nd->kind);
+	fprintf(f, ",\"value\":%" PRId64 ",\"kind\":%d", d->value,
+		nd->kind == FLAMEGRAPH_ROOT_KIND ? -1 : (int)nd->kind);
 	/*
 	 * Threads: "th":[[name,value],...] and "tho" (other threads). Left out where the node
 	 * ran in one thread only, the one its parent ran in (the page looks up the tree).
 	 */
-	if (nd->th[0] &&
-	    (i == 0 || nd->th[1] || nd->th_other || t->nodes[nd->parent].th[1] ||
-	     t->nodes[nd->parent].th_other || t->nodes[nd->parent].th[0] != nd->th[0])) {
+	if (d->th[0] && (i == 0 || d->th[1] || d->th_other || pd->th[1] || pd->th_other ||
+			 pd->th[0] != d->th[0])) {
 		fputs(",\"th\":[", f);
-		for (int k = 0; k < FG_THREADS && nd->th[k]; k++) {
+		for (int k = 0; k < FG_THREADS && d->th[k]; k++) {
 			fputs(k ? ",[" : "[", f);
-			json_str(f, t->names[nd->th[k] - 1]);
-			fprintf(f, ",%" PRId64 "]", nd->th_v[k]);
+			json_str(f, t->names[d->th[k] - 1]);
+			fprintf(f, ",%" PRId64 "]", d->th_v[k]);
 		}
-		fprintf(f, "],\"tho\":%" PRId64, nd->th_other);
+		fprintf(f, "],\"tho\":%" PRId64, d->th_other);
 	}
-	kids = sorted_children(t, i, &n);
-	if (!kids) {
-		*err = -ENOMEM;
-		return;
-	}
-	if (n) {
-		fputs(",\"children\":[", f);
-		for (size_t k = 0; k < n && !*err; k++) {
-			if (k)
-				fputc(',', f);
-			json_tree(f, t, kids[k], err);
-		}
-		fputc(']', f);
-	}
-	fputc('}', f);
-	free(kids);
 }
 
 static const char html_head[] =
@@ -772,7 +653,7 @@ static void html_subtitle(FILE *f, void *ctx)
 	xml_str(f, cfg->sample_types[c->vi].type ? cfg->sample_types[c->vi].type : "", 0);
 	fputs(" &middot; ", f);
 	xml_str(f, cfg->sample_types[c->vi].unit ? cfg->sample_types[c->vi].unit : "", 0);
-	fprintf(f, " &middot; total %" PRId64 " &middot; %zu stacks", c->t->nodes[0].value,
+	fprintf(f, " &middot; total %" PRId64 " &middot; %zu stacks", fgd(c->t, 0)->value,
 		profile__n_samples(c->p));
 }
 
@@ -785,11 +666,11 @@ static void html_notes(FILE *f, void *ctx)
 {
 	const struct html_ctx *c = ctx;
 
-	if (c->t->n_kept < c->t->n)
+	if (c->t->ft.n_kept < c->t->ft.n)
 		fprintf(f,
 			"<span class=\"note\">Showing %zu of %zu frames: frames under %" PRId64
 			" are folded into their callers.</span>",
-			c->t->n_kept, c->t->n, c->t->cut_below);
+			c->t->ft.n_kept, c->t->ft.n, c->t->cut_below);
 	if (profile__dropped(c->p))
 		fprintf(f, "<span class=\"note\">%" PRIu64 " samples dropped (memory bound)</span>",
 			profile__dropped(c->p));
@@ -798,10 +679,8 @@ static void html_notes(FILE *f, void *ctx)
 static int html_tree(FILE *f, void *ctx)
 {
 	const struct html_ctx *c = ctx;
-	int err = 0;
 
-	json_tree(f, c->t, 0, &err);
-	return err;
+	return flamegraph_tree__write_json(f, &c->t->ft, 0, json_members, (void *)c->t);
 }
 
 int flamegraph__write_html(const struct profile *p, int vi, const char *title, FILE *f)
@@ -825,9 +704,9 @@ int flamegraph__write_html(const struct profile *p, int vi, const char *title, F
 	c.t = &t;
 	pg.type = cfg->sample_types[vi].type;
 	pg.unit = cfg->sample_types[vi].unit;
-	pg.total = t.nodes[0].value;
-	pg.n_nodes = t.n_kept;
-	pg.n_all_nodes = t.n;
+	pg.total = fgd(&t, 0)->value;
+	pg.n_nodes = t.ft.n_kept;
+	pg.n_all_nodes = t.ft.n;
 	err = flamegraph__write_page(f, &pg);
 cleanup:
 	tree_free(&t);
@@ -851,7 +730,7 @@ static void svg_color(const char *name, int kind, char *out, size_t len)
 	int r, g, b;
 
 	switch (kind) {
-	case ROOT_KIND:
+	case FLAMEGRAPH_ROOT_KIND:
 		r = 190, g = 190, b = 200;
 		break;
 	case FRAME_KERNEL:
@@ -888,9 +767,10 @@ struct svg_ctx {
 static void svg_node(struct svg_ctx *c, uint32_t i, double x)
 {
 	const struct tree *t = c->t;
-	const struct node *nd = &t->nodes[i];
+	const struct flamegraph_node *nd = &t->ft.nodes[i];
 	const char *name = t->names[nd->name];
-	double w = (double)nd->value * c->scale;
+	int64_t value = fgd(t, i)->value;
+	double w = (double)value * c->scale;
 	double y = SVG_PAD_TOP + (double)nd->depth * SVG_ROW;
 	uint32_t *kids;
 	size_t n, fit;
@@ -901,8 +781,8 @@ static void svg_node(struct svg_ctx *c, uint32_t i, double x)
 	svg_color(name, nd->kind, col, sizeof(col));
 	fputs("<g><title>", c->f);
 	xml_str(c->f, name, 0);
-	fprintf(c->f, " (%" PRId64 " %s, %.2f%%)</title>", nd->value, c->unit,
-		c->total ? 100.0 * (double)nd->value / (double)c->total : 0.0);
+	fprintf(c->f, " (%" PRId64 " %s, %.2f%%)</title>", value, c->unit,
+		c->total ? 100.0 * (double)value / (double)c->total : 0.0);
 	fprintf(c->f,
 		"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>",
 		x, y, w, SVG_ROW - 1, col);
@@ -919,14 +799,14 @@ static void svg_node(struct svg_ctx *c, uint32_t i, double x)
 	}
 	fputs("</g>\n", c->f);
 
-	kids = sorted_children(t, i, &n);
+	kids = flamegraph_tree__sorted_children(&t->ft, i, &n);
 	if (!kids) {
 		c->err = -ENOMEM;
 		return;
 	}
 	for (size_t k = 0; k < n && !c->err; k++) {
 		svg_node(c, kids[k], x);
-		x += (double)t->nodes[kids[k]].value * c->scale;
+		x += (double)fgd(t, kids[k])->value * c->scale;
 	}
 	free(kids);
 }
@@ -944,12 +824,12 @@ int flamegraph__write_svg(const struct profile *p, int vi, const char *title, FI
 	if (!title || !*title)
 		title = "mlprof flame graph";
 	c.t = &t;
-	c.total = t.nodes[0].value;
+	c.total = fgd(&t, 0)->value;
 	c.unit = cfg->sample_types[vi].unit ? cfg->sample_types[vi].unit : "";
 	if (!strcmp(c.unit, "count"))
 		c.unit = "samples";
 	c.scale = c.total ? (double)(SVG_WIDTH - 2 * SVG_PAD_SIDE) / (double)c.total : 0;
-	height = SVG_PAD_TOP + (t.max_depth + 1) * SVG_ROW + SVG_PAD_BOTTOM;
+	height = SVG_PAD_TOP + (t.ft.max_depth + 1) * SVG_ROW + SVG_PAD_BOTTOM;
 
 	fprintf(f,
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
@@ -970,8 +850,8 @@ int flamegraph__write_svg(const struct profile *p, int vi, const char *title, FI
 	xml_str(f, cfg->sample_types[vi].type ? cfg->sample_types[vi].type : "", 0);
 	fprintf(f, " &#183; total %" PRId64 " ", c.total);
 	xml_str(f, c.unit, 0);
-	if (t.n_kept < t.n)
-		fprintf(f, " &#183; %zu of %zu frames shown", t.n_kept, t.n);
+	if (t.ft.n_kept < t.ft.n)
+		fprintf(f, " &#183; %zu of %zu frames shown", t.ft.n_kept, t.ft.n);
 	fputs("</text>\n", f);
 	if (c.total)
 		svg_node(&c, 0, SVG_PAD_SIDE);

@@ -3,6 +3,7 @@
 #ifndef MLPROF_FLAMEGRAPH_H
 #define MLPROF_FLAMEGRAPH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -573,6 +573,19 @@ static void add_values(struct profile *p, uint32_t sid, const int64_t *values)
 	}
 }
 
+/* Adds values to the sample with key k if there is one; returns its id (0: none), *h its hash. */
+static uint32_t sample_merge(struct profile *p, const struct sample_key *k, const int64_t *values,
+			     uint32_t *h)
+{
+	uint32_t sid;
+
+	*h = sample_hash(k);
+	sid = htab_find(&p->sample_idx, p, *h, sample_eq, k);
+	if (sid)
+		add_values(p, sid, values);
+	return sid;
+}
+
 /* Extra bytes an array of n (capacity cap) needs to hold add more elements. */
 static size_t arr_growth(size_t n, size_t cap, size_t add, size_t elem)
 {
@@ -651,7 +664,7 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames, co
 	struct sample_key key;
 	uint32_t *ids = NULL;
 	size_t need;
-	uint32_t h, sid;
+	uint32_t h;
 	bool known = true, full = false;
 	int err = 0;
 
@@ -672,12 +685,8 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames, co
 		known = false;
 	if (known) {
 		key = (struct sample_key){ids, n_frames, lab, n_labels};
-		h = sample_hash(&key);
-		sid = htab_find(&p->sample_idx, p, h, sample_eq, &key);
-		if (sid) {
-			add_values(p, sid, values);
+		if (sample_merge(p, &key, values, &h))
 			goto cleanup;
-		}
 	}
 
 	if (p->cfg.max_bytes) {
@@ -703,12 +712,8 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames, co
 	if (err)
 		goto cleanup;
 	key = (struct sample_key){ids, n_frames, lab, n_labels};
-	h = sample_hash(&key);
-	sid = htab_find(&p->sample_idx, p, h, sample_eq, &key);
-	if (sid) {
-		add_values(p, sid, values);
+	if (sample_merge(p, &key, values, &h))
 		goto cleanup;
-	}
 	if (htab_reserve(&p->sample_idx) || GROW(p->samples, p->cap_samples, p->n_samples + 1) ||
 	    GROW(p->loc_ids, p->cap_loc_ids, p->n_loc_ids + n_frames) ||
 	    GROW(p->labels, p->cap_labels, p->n_labels + n_labels) ||

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "output.h"
 #include "event_kind.h"
@@ -152,13 +153,7 @@ static void usage(FILE *f)
 }
 
 /* One clear line, then exit status 2 for usage errors. */
-#define usage_error(...)                                                                           \
-	do {                                                                                       \
-		fprintf(stderr, "mlprof: record: ");                                               \
-		fprintf(stderr, __VA_ARGS__);                                                      \
-		fprintf(stderr, " (see 'mlprof record --help')\n");                                \
-		return -EINVAL;                                                                    \
-	} while (0)
+#define usage_error(...) return cli__usage_error("record", __VA_ARGS__)
 
 static int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
 {
@@ -376,9 +371,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			return 1;
 		case '?':
 		default:
-			if (optopt && optopt < 256)
-				usage_error("invalid or incomplete option '-%c'", optopt);
-			usage_error("invalid option '%s'", argv[optind - 1]);
+			return cli__bad_option("record", optopt, argv[optind - 1],
+					       "invalid option");
 		}
 	}
 	log__setup(level, false);
