@@ -656,6 +656,8 @@ static int on_event(void *ctx, const void *data, size_t size)
 		break;
 	case MLPROF_EV_EXEC:
 		if (size >= sizeof(*pe)) {
+			/* the old image's memory went with it: nothing of it is in use any more */
+			memtrack__drop_pid(pl->mem, pe->pid);
 			if (pl->py)
 				python__forget(pl->py, (pid_t)pe->pid);
 			proc_cache__on_exec(pl->procs, (pid_t)pe->pid);

@@ -327,6 +327,27 @@ class RecordMemory(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(d)), ["off.pb.gz"])
         self.assertNotIn("mlprof: memory:", cp.stderr)
 
+    def test_5b_exec_releases_memory(self):
+        """A process that faults in 64 MiB and then execs another program: the exec freed
+        that memory, so the in-use view holds none of it (the exec'd program holds under
+        2 MiB), while the brought-in view keeps the 64 MiB under the old image."""
+        exe = python3_exe()
+        if not exe:
+            self.skipTest("no python3 to run")
+        d = tmpdir()
+        pb = os.path.join(d, "ex.pb.gz")
+        script = ("import os\nb = bytearray(64 << 20)\nfor i in range(0, len(b), 4096):\n"
+                  "    b[i] = 1\nos.execv('/bin/sleep', ['sleep', '1'])\n")
+        cp, _ = record(["-o", pb], [exe, "-c", script])
+        stacks = mem_stacks(os.path.join(d, "ex.memory.pb.gz"))
+        alloc = sum(s[1] for s in stacks)
+        inuse = sum(s[2] for s in stacks)
+        report = "brought in %.1f MiB, in use %.2f MiB\n%s\n%s" % (
+            mib(alloc), mib(inuse), top(stacks, 2), "\n".join(
+                ln for ln in cp.stderr.splitlines() if "memory" in ln))
+        self.assertGreaterEqual(alloc, 56 << 20, report)
+        self.assertLess(inuse, 2 << 20, report)
+
     def test_6_python_growth(self):
         exe = python3_exe()
         if not exe:
