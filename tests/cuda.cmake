@@ -172,3 +172,14 @@ add_test(NAME it.record_cuda COMMAND ${MLPROF_CUDA_PYTHON3}
 set_tests_properties(it.record_cuda PROPERTIES LABELS "integration;root" TIMEOUT 300
   RUN_SERIAL TRUE SKIP_RETURN_CODE 77 ENVIRONMENT
   "MLPROF=$<TARGET_FILE:mlprof>;TEST_SRC_DIR=${CMAKE_CURRENT_SOURCE_DIR};TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp;CUDA_TEST_DIR=${CUDA_TEST_DIR};CUDA13_LIB=${CUDA13_LIB};CUDA12_LIB=${CUDA12_LIB};CUDA_SKIP_NVCC=${CUDA_SKIP_NVCC};CUDA_SKIP_CU12=${CUDA_SKIP_CU12}")
+
+# --- mlprof agent: CUDA and memory-growth profiles pushed to a real Pyroscope ---
+# it.agent_gpu_memory (here for the CUDA variables above): cuda_launch_shared and
+# tests/workloads/mem_workload (memory.cmake) under `mlprof agent --pid`, queried back from
+# Pyroscope (scripts/pyroscope.sh). Exit 77 = skipped: not root, no Pyroscope binary; the
+# CUDA case alone is skipped, saying why, without the CUDA toolchain.
+add_test(NAME it.agent_gpu_memory COMMAND ${MLPROF_CUDA_PYTHON3}
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_agent_gpu_memory.py)
+set_tests_properties(it.agent_gpu_memory PROPERTIES LABELS "integration;root;pyroscope"
+  TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN_CODE 77 ENVIRONMENT
+  "MLPROF=$<TARGET_FILE:mlprof>;WL_DIR=${CMAKE_CURRENT_BINARY_DIR}/workloads;TEST_SRC_DIR=${CMAKE_CURRENT_SOURCE_DIR};TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp;PYROSCOPE_SH=${CMAKE_SOURCE_DIR}/scripts/pyroscope.sh;CUDA_TEST_DIR=${CUDA_TEST_DIR};CUDA13_LIB=${CUDA13_LIB};CUDA12_LIB=${CUDA12_LIB};CUDA_SKIP_NVCC=${CUDA_SKIP_NVCC};CUDA_SKIP_CU12=${CUDA_SKIP_CU12}")

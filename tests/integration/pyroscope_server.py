@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """A real Grafana Pyroscope server on loopback for mlprof's tests (scripts/pyroscope.sh),
-and its query API. Python 3 stdlib only."""
+its query API and flame graphs, and an `mlprof agent` pushing to it. Python 3 stdlib only
+(and itutil)."""
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import time
 import urllib.request
+
+from itutil import free_port
 
 
 def free_base():
@@ -71,3 +76,166 @@ class PyroscopeServer:
             req.add_header("X-Scope-OrgID", tenant)
         with urllib.request.urlopen(req, timeout=30) as r:
             return json.loads(r.read() or b"{}")
+
+
+def skip_reason(script):
+    """Why a test against a real Pyroscope cannot run here (not root: no BPF; no server
+    binary: `scripts/pyroscope.sh path` fails), or None."""
+    if os.geteuid() != 0:
+        return "needs root for BPF"
+    path = subprocess.run([script, "path"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True)
+    if path.returncode or not path.stdout.strip():
+        return "no Pyroscope binary (run scripts/pyroscope.sh build, or set PYROSCOPE_BIN)"
+    return None
+
+
+def wait_for(cond, timeout, step=0.5):
+    """cond()'s first true value within timeout seconds (polled every step), else its last."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+def _flame_nodes(fg):
+    """Yields (level, start, end, name, total, self) of a Pyroscope flame graph (levels of
+    [x delta, total, self, name index] quadruples), root level first."""
+    names = fg.get("names", [])
+    for depth, lvl in enumerate(fg.get("levels", [])):
+        vals = [int(x) for x in lvl.get("values", [])]
+        x = 0
+        for i in range(0, len(vals) - 3, 4):
+            x += vals[i]
+            yield depth, x, x + vals[i + 1], names[vals[i + 3]], vals[i + 1], vals[i + 2]
+            x += vals[i + 1]
+
+
+def flame_totals(fg):
+    """{function: total} of a Pyroscope flame graph, and the set of (parent, child) name
+    pairs (root side first)."""
+    totals, edges = {}, set()
+    prev, cur, depth = [], [], 0  # (start, end, name) of the level above, of this level
+    for d, start, end, name, total, _ in _flame_nodes(fg):
+        if d != depth:
+            prev, cur, depth = cur, [], d
+        totals[name] = totals.get(name, 0) + total
+        for s, e, pn in prev:
+            if s <= start < e:
+                edges.add((pn, name))
+                break
+        cur.append((start, end, name))
+    return totals, edges
+
+
+def flame_paths(fg):
+    """{stack: self value} of a Pyroscope flame graph; a stack is a tuple of names, leaf
+    first, without the flame graph's root node ("total"). Only stacks with self weight."""
+    out = {}
+    prev, cur, depth = [], [], 0  # (start, end, stack root first) of the level above, this
+    for d, start, end, name, _, self_ in _flame_nodes(fg):
+        if d != depth:
+            prev, cur, depth = cur, [], d
+        path = ()
+        if d:  # level 0 is the root node
+            path = next((p for s, e, p in prev if s <= start < e), ("?",)) + (name,)
+        cur.append((start, end, path))
+        if self_ and path:
+            out[path[::-1]] = out.get(path[::-1], 0) + self_
+    return out
+
+
+class Server(PyroscopeServer):
+    """The queries the tests make, over the last hour unless told."""
+
+    def merged(self, ptype, selector, start=None, end=None):
+        """The flame graph of SelectMergeStacktraces over [start, end] ms."""
+        if start is None:
+            start, end = span()
+        return self.query("SelectMergeStacktraces",
+                          {"profileTypeID": ptype, "labelSelector": selector, "start": start,
+                           "end": end}).get("flamegraph", {})
+
+    def label_values(self, name, selector):
+        s, e = span()
+        return set(self.query("LabelValues", {"name": name, "start": s, "end": e,
+                                              "matchers": [selector]}).get("names", []))
+
+    def profile_types(self):
+        s, e = span()
+        out = self.query("ProfileTypes", {"start": s, "end": e})
+        return {t.get("ID") for t in out.get("profileTypes", [])}
+
+
+class Agent:
+    """`mlprof agent --url URL ARGS` at debug log level (log in DIR/NAME.log), with its
+    /metrics and /readyz on a free loopback port, no Kubernetes labels and its spool in
+    DIR/NAME.spool. MLPROF_* variables of the environment are not passed on (they would
+    configure it). Call stop() (SIGTERM, returns the exit status) or kill()."""
+
+    WINDOW_RE = re.compile(r"window (\d+): (\d+) profiles, (\d+) samples, start_ns (-?\d+)")
+
+    def __init__(self, mlprof, url, args, workdir, name="agent"):
+        self.port = free_port()
+        self.log_path = os.path.join(workdir, name + ".log")
+        argv = [mlprof, "agent", "--url", url] + list(args) + [
+            "--metrics-addr", "127.0.0.1:%d" % self.port, "--k8s", "off",
+            "--spool-dir", os.path.join(workdir, name + ".spool")]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLPROF_")}
+        env["MLPROF_LOG_LEVEL"] = "debug"
+        self.logf = open(self.log_path, "w")
+        self.proc = subprocess.Popen(argv, stdout=self.logf, stderr=subprocess.STDOUT, env=env)
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def get(self, path):
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path),
+                                    timeout=5) as r:
+            return r.status, r.read().decode()
+
+    def wait_ready(self, timeout=30):
+        """Until /readyz says 200; AssertionError with the log if it exits or never does."""
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError("agent exited %s:\n%s" % (self.proc.returncode,
+                                                               self.log()))
+            try:
+                return self.get("/readyz")[0] == 200
+            except OSError:
+                return False
+        if not wait_for(ready, timeout, 0.2):
+            raise AssertionError("agent never ready:\n" + self.log())
+
+    def drops(self):
+        """mlprof_samples_dropped_total{reason=...} (and any other *drop* metric) != 0."""
+        out = {}
+        for line in self.get("/metrics")[1].splitlines():
+            if "drop" in line and not line.startswith("#"):
+                key, _, val = line.rpartition(" ")
+                if float(val):
+                    out[key] = float(val)
+        return out
+
+    def windows(self):
+        """{seq: (profiles, samples, start_ns)} of the windows the agent has sent."""
+        return {int(m.group(1)): (int(m.group(2)), int(m.group(3)), int(m.group(4)))
+                for m in self.WINDOW_RE.finditer(self.log())}
+
+    def stop(self, timeout=30):
+        """SIGTERM (the agent sends its open windows and exits); its exit status."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self.kill()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.logf.close()

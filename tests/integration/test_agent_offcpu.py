@@ -18,17 +18,14 @@ Exit 77 (skipped) when not root (BPF) or when no Pyroscope binary is available
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyroscope_server import PyroscopeServer, span  # noqa: E402
+from pyroscope_server import Agent, Server, flame_totals, skip_reason, wait_for  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -56,63 +53,6 @@ TOTAL_TOL = 0.10  # per-chain total in Pyroscope vs the workload's measurement
 TMP = None
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(cond, timeout, step=0.5):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
-
-
-def flame_totals(fg):
-    """{function: total} of a Pyroscope flame graph (levels of [x, total, self, name]),
-    and the set of (parent, child) name pairs (root side first)."""
-    names = fg.get("names", [])
-    totals, edges = {}, set()
-    prev = []  # (start, end, name) of the level above
-    for lvl in fg.get("levels", []):
-        vals = [int(x) for x in lvl.get("values", [])]
-        cur, x = [], 0
-        for i in range(0, len(vals) - 3, 4):
-            x += vals[i]
-            total, name = vals[i + 1], names[vals[i + 3]]
-            totals[name] = totals.get(name, 0) + total
-            for s, e, pn in prev:
-                if s <= x < e:
-                    edges.add((pn, name))
-                    break
-            cur.append((x, x + total, name))
-            x += total
-        prev = cur
-    return totals, edges
-
-
-class Server(PyroscopeServer):
-    def merged(self, ptype, selector):
-        s, e = span()
-        return self.query("SelectMergeStacktraces",
-                          {"profileTypeID": ptype, "labelSelector": selector, "start": s,
-                           "end": e}).get("flamegraph", {})
-
-    def label_values(self, name, selector):
-        s, e = span()
-        return set(self.query("LabelValues", {"name": name, "start": s, "end": e,
-                                              "matchers": [selector]}).get("names", []))
-
-    def profile_types(self):
-        s, e = span()
-        out = self.query("ProfileTypes", {"start": s, "end": e})
-        return {t.get("ID") for t in out.get("profileTypes", [])}
-
-
 class AgentOffcpu(unittest.TestCase):
     def setUp(self):
         self.cleanup = []
@@ -130,54 +70,14 @@ class AgentOffcpu(unittest.TestCase):
                 print("teardown: %s" % err)
 
     def start_agent(self, pid):
-        port = free_port()
-        log_path = os.path.join(TMP, "agent.log")
-        argv = [MLPROF, "agent", "--url", self.srv.url, "--off-cpu", "--off-cpu-rate", RATE,
-                "--upload-interval", str(INTERVAL_S), "--frequency", "49",
-                "--pid", str(pid),
-                "--service-rule", "process:offcpu_workloa[d] chains .*%s$=%s" %
-                (self.token, self.service),
-                "--metrics-addr", "127.0.0.1:%d" % port, "--k8s", "off",
-                "--spool-dir", os.path.join(TMP, "spool")]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MLPROF_")}
-        env["MLPROF_LOG_LEVEL"] = "debug"
-        logf = open(log_path, "w")
-        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=env)
-
-        def log():
-            with open(log_path) as f:
-                return f.read()
-
-        def stop():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            logf.close()
-        self.cleanup.append(stop)
-
-        def ready():
-            if proc.poll() is not None:
-                raise AssertionError("agent exited %s:\n%s" % (proc.returncode, log()))
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port,
-                                            timeout=5) as r:
-                    return r.status == 200
-            except OSError:
-                return False
-        if not wait_for(ready, 30, 0.2):
-            raise AssertionError("agent never ready:\n" + log())
-
-        def drops():
-            """mlprof_samples_dropped_total{reason=...} != 0, from /metrics."""
-            out = {}
-            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
-                for line in r.read().decode().splitlines():
-                    if "drop" in line and not line.startswith("#"):
-                        key, _, val = line.rpartition(" ")
-                        if float(val):
-                            out[key] = float(val)
-            return out
-        return proc, log, drops
+        agent = Agent(MLPROF, self.srv.url, [
+            "--off-cpu", "--off-cpu-rate", RATE, "--upload-interval", str(INTERVAL_S),
+            "--frequency", "49", "--pid", str(pid),
+            "--service-rule", "process:offcpu_workloa[d] chains .*%s$=%s" %
+            (self.token, self.service)], TMP)
+        self.cleanup.append(agent.kill)
+        agent.wait_ready()
+        return agent
 
     def test_offcpu_pushed_and_queryable(self):
         # The workload waits at its gate until the agent, filtering on its pid in the
@@ -189,17 +89,16 @@ class AgentOffcpu(unittest.TestCase):
                               stderr=subprocess.PIPE, text=True,
                               env=dict(os.environ, OFFCPU_GATE="1"))
         self.cleanup.append(lambda: wl.poll() is None and wl.kill())
-        agent, log, drops = self.start_agent(wl.pid)
+        agent = self.start_agent(wl.pid)
         t_start = time.time()
         out, err = wl.communicate("go\n", timeout=120)
         self.assertEqual(wl.returncode, 0, err)
         measured = json.loads(out.strip().splitlines()[-1])
         # the window holding the workload's end is sent at the next rotation or on SIGTERM
         time.sleep(INTERVAL_S + 0.5)
-        dropped = drops()
-        agent.send_signal(signal.SIGTERM)
-        rc = agent.wait(timeout=30)
-        self.assertEqual(rc, 0, "agent exit status:\n" + log()[-3000:])
+        dropped = agent.drops()
+        rc = agent.stop()
+        self.assertEqual(rc, 0, "agent exit status:\n" + agent.log()[-3000:])
         sel = '{service_name="%s"}' % self.service
 
         want = {fn: measured[fn]["off_ns"] for fn in CHAINS}
@@ -223,7 +122,7 @@ class AgentOffcpu(unittest.TestCase):
         report.append("workload ran %.2f s from %.3f; offcpu total %.3f s; agent drops %s" %
                       (measured["seconds"], t_start, int(fg.get("total", 0) or 0) / 1e9,
                        dropped))
-        report += [l for l in log().splitlines() if " window " in l]
+        report += [l for l in agent.log().splitlines() if " window " in l]
         print("\n" + "\n".join(report))
         for fn, chain in CHAINS.items():
             self.assertIn(fn, totals, "%s not in %s" % (fn, sorted(totals)))
@@ -273,13 +172,9 @@ class AgentOffcpu(unittest.TestCase):
 
 def main():
     global TMP
-    if os.geteuid() != 0:
-        print("SKIP: needs root for BPF")
-        return 77
-    path = subprocess.run([SCRIPT, "path"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          text=True)
-    if path.returncode or not path.stdout.strip():
-        print("SKIP: no Pyroscope binary (run scripts/pyroscope.sh build)")
+    why = skip_reason(SCRIPT)
+    if why:
+        print("SKIP: " + why)
         return 77
     for p in (MLPROF, WORKLOAD):
         if not os.access(p, os.X_OK):
