@@ -64,6 +64,32 @@ struct {
 } pids SEC(".maps");
 
 /*
+ * Generation of the pids map: bumped (pids_changed()) after every change to it, by user
+ * space (sampler__add_pid) and by the fork and exit handlers. Shared by every object.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE); /* user space adds atomically through a mapping */
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} pids_gen SEC(".maps");
+
+/*
+ * Per CPU: the last pid filter verdict, one word (a program interrupting another on the
+ * same CPU reads it whole): bit 0 wanted, bits 1-31 the tgid, bits 32-63 the pids_gen
+ * generation it was read at. Events come in runs from one process per CPU (a launch loop,
+ * a fault storm, a ping-pong pair), so most lookups of the hash map are skipped: on the
+ * test VM a hash lookup costs ~50 ns, an array lookup a few.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} pid_verdict SEC(".maps");
+
+/*
  * Per-CPU scratch record, indexed by CPU id. A plain array with one slot per possible
  * CPU (max_entries set by user space) rather than a PERCPU_ARRAY, because per-CPU
  * values are limited to 32 KiB and this one holds the whole record with a 64 KiB stack.
@@ -121,13 +147,38 @@ static __always_inline void stat_inc(__u32 idx)
 		__sync_fetch_and_add(v, 1);
 }
 
+/* After a change to the pids map: the per-CPU verdicts read before it are stale. */
+static __always_inline void pids_changed(void)
+{
+	__u32 zero = 0;
+	__u64 *gen = bpf_map_lookup_elem(&pids_gen, &zero);
+
+	if (gen)
+		__sync_fetch_and_add(gen, 1);
+}
+
 static __always_inline bool pid_wanted(__u32 tgid)
 {
+	__u32 zero = 0;
+	__u64 *gen, *cached, key, v;
+	bool wanted;
+
 	if (self_pid && tgid == self_pid)
 		return false;
 	if (filter_mode == MLPROF_FILTER_ALL)
 		return true;
-	return bpf_map_lookup_elem(&pids, &tgid) != NULL;
+	gen = bpf_map_lookup_elem(&pids_gen, &zero);
+	cached = bpf_map_lookup_elem(&pid_verdict, &zero);
+	if (!gen || !cached)
+		return bpf_map_lookup_elem(&pids, &tgid) != NULL;
+	/* the generation first: a change after this read invalidates what is cached below */
+	key = (__u64)(__u32) * (volatile __u64 *)gen << 32 | (__u64)(tgid & 0x7fffffff) << 1;
+	v = *(volatile __u64 *)cached;
+	if ((v & ~1ULL) == key)
+		return v & 1;
+	wanted = bpf_map_lookup_elem(&pids, &tgid) != NULL;
+	*(volatile __u64 *)cached = key | wanted;
+	return wanted;
 }
 
 static __always_inline void copy_regs(__u64 *dst, const struct x86_regs *r)
@@ -291,6 +342,7 @@ static __always_inline __u64 wakeup_flags(__u32 tgid)
 struct rate_state {
 	__u64 window_start;
 	__u32 seen, seen_prev, captured, pad;
+	__u64 rng; /* xorshift state of the draws, seeded on first use */
 };
 
 extern int CONFIG_HZ __kconfig __weak;
@@ -300,11 +352,34 @@ extern int CONFIG_HZ __kconfig __weak;
  * plain load, rather than bpf_ktime_get_ns, a clock read (about 70 ns per call on a VM's
  * kvm-clock, a quarter of the off-CPU program's cost per context switch).
  */
-static __always_inline __u64 coarse_now_ns(void)
+static __always_inline __u64 jiffies_ns(__u64 jiffies)
 {
 	__u64 hz = CONFIG_HZ > 0 ? (__u64)CONFIG_HZ : 250;
 
-	return bpf_jiffies64() * (1000000000ULL / hz);
+	return jiffies * (1000000000ULL / hz);
+}
+
+static __always_inline __u64 coarse_now_ns(void)
+{
+	return jiffies_ns(bpf_jiffies64());
+}
+
+/*
+ * A uniform 32-bit draw from r's own xorshift64* generator: inline arithmetic where
+ * bpf_get_prandom_u32() is a helper call, on the path of every event over the budget. The
+ * state is per CPU and per event family; programs of one family do not nest on a CPU.
+ */
+static __always_inline __u32 rate_rand(struct rate_state *r)
+{
+	__u64 x = r->rng;
+
+	if (!x)
+		x = (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32() | 1;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	r->rng = x;
+	return (__u32)((x * 0x2545f4914f6cdd1dULL) >> 32);
 }
 
 /* Returns the event's weight (WEIGHT_ONE = 1), or 0 when it is not sampled. */
@@ -329,7 +404,7 @@ static __always_inline __u32 rate_sample(void *rate_map, __u32 budget, __u64 now
 	if (r->seen > expected)
 		expected = r->seen;
 	/* below the budget every event is taken: no draw */
-	if (expected > budget && bpf_get_prandom_u32() % expected >= budget)
+	if (expected > budget && rate_rand(r) % expected >= budget)
 		return 0;
 	if (r->captured >= 20 * budget) {
 		stat_inc(capped_stat);

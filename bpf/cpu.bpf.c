@@ -73,6 +73,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		if (bpf_map_update_elem(&pids, &ctgid, &one, BPF_NOEXIST) &&
 		    !bpf_map_lookup_elem(&pids, &ctgid))
 			return 0;
+		pids_changed();
 	}
 	py_on_fork(ptgid, ctgid);
 	emit_proc_event(MLPROF_EV_FORK, ctgid, ptgid, child);
@@ -112,8 +113,10 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	emit_proc_event(MLPROF_EV_EXIT, tgid, 0, p);
 	bpf_map_delete_elem(&seen, &tgid);
 	py_forget(tgid);
-	if (filter_mode == MLPROF_FILTER_PIDS)
+	if (filter_mode == MLPROF_FILTER_PIDS) {
 		bpf_map_delete_elem(&pids, &tgid);
+		pids_changed();
+	}
 	return 0;
 }
 

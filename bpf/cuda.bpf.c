@@ -132,9 +132,14 @@ static __always_inline __u32 wanted(void)
 	return pid_wanted(tgid) ? tgid : 0;
 }
 
+static __always_inline __u32 sampled_at(__u64 jiffies)
+{
+	return rate_sample(&cuda_rate, cuda_budget, jiffies_ns(jiffies), MLPROF_STAT_CUDA_CAPPED);
+}
+
 static __always_inline __u32 sampled(void)
 {
-	return rate_sample(&cuda_rate, cuda_budget, coarse_now_ns(), MLPROF_STAT_CUDA_CAPPED);
+	return sampled_at(bpf_jiffies64());
 }
 
 /*
@@ -180,8 +185,11 @@ static __always_inline bool runtime_own_launch(__u32 kind, __u32 api)
 	return true;
 }
 
-/* Notes a runtime launch, after its capture: the driver call follows from here. */
-static __always_inline void runtime_launch_done(__u32 kind, __u32 api)
+/*
+ * Notes a runtime launch at jiffies (read once per launch), after its capture: the driver
+ * call follows from here.
+ */
+static __always_inline void runtime_launch_done(__u32 kind, __u32 api, __u64 jiffies)
 {
 	struct rt_launch_mark *m;
 
@@ -190,33 +198,37 @@ static __always_inline void runtime_launch_done(__u32 kind, __u32 api)
 	m = bpf_task_storage_get(&cuda_rt_launch, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (m)
-		m->jiffies[kind == MLPROF_SK_CUDA_GRAPH] = bpf_jiffies64();
+		m->jiffies[kind == MLPROF_SK_CUDA_GRAPH] = jiffies;
 }
 
 static __always_inline void launch(struct pt_regs *ctx, __u64 fn, __u32 api)
 {
 	__u32 tgid = wanted(), w;
+	__u64 now;
 
 	if (!tgid || runtime_own_launch(MLPROF_SK_CUDA_LAUNCH, api))
 		return;
 	count_event(tgid, MLPROF_SK_CUDA_LAUNCH, fn);
-	w = sampled();
+	now = bpf_jiffies64();
+	w = sampled_at(now);
 	if (w)
 		capture(ctx, MLPROF_SK_CUDA_LAUNCH, weight_count(w), fn, api);
-	runtime_launch_done(MLPROF_SK_CUDA_LAUNCH, api);
+	runtime_launch_done(MLPROF_SK_CUDA_LAUNCH, api, now);
 }
 
 static __always_inline void graph_launch(struct pt_regs *ctx, __u64 exec, __u32 api)
 {
 	__u32 tgid = wanted(), w;
+	__u64 now;
 
 	if (!tgid || runtime_own_launch(MLPROF_SK_CUDA_GRAPH, api))
 		return;
 	count_event(tgid, MLPROF_SK_CUDA_GRAPH, 0);
-	w = sampled();
+	now = bpf_jiffies64();
+	w = sampled_at(now);
 	if (w)
 		capture(ctx, MLPROF_SK_CUDA_GRAPH, weight_count(w), exec, 0);
-	runtime_launch_done(MLPROF_SK_CUDA_GRAPH, api);
+	runtime_launch_done(MLPROF_SK_CUDA_GRAPH, api, now);
 }
 
 static __always_inline void memcpy_call(struct pt_regs *ctx, __u64 count, __u32 kind)

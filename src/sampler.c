@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -71,6 +72,7 @@ struct sampler {
 	struct ring_buffer *rb;
 	sampler_event_cb cb;
 	void *cb_ctx;
+	uint64_t *pids_gen; /* the pids_gen map, mapped on first use (pids_changed) */
 };
 
 /* Returns the metric name of a BPF counter (static string; "unknown" when out of range). */
@@ -328,8 +330,8 @@ static int rb_adapter(void *ctx, void *data, size_t size)
  * different objects may nest on a CPU). Returns 0 or -errno (logged).
  */
 static int share_maps(struct sampler *s, const char *what, struct bpf_map *scratch,
-		      struct bpf_map *rb, struct bpf_map *pids, struct bpf_map *py_procs,
-		      struct bpf_map *stats, struct bpf_map *py_known)
+		      struct bpf_map *rb, struct bpf_map *pids, struct bpf_map *pids_gen,
+		      struct bpf_map *py_procs, struct bpf_map *stats, struct bpf_map *py_known)
 {
 	int err = bpf_map__set_max_entries(scratch, s->ncpus);
 
@@ -337,6 +339,8 @@ static int share_maps(struct sampler *s, const char *what, struct bpf_map *scrat
 		err = bpf_map__reuse_fd(rb, bpf_map__fd(s->skel->maps.rb));
 	if (!err)
 		err = bpf_map__reuse_fd(pids, bpf_map__fd(s->skel->maps.pids));
+	if (!err)
+		err = bpf_map__reuse_fd(pids_gen, bpf_map__fd(s->skel->maps.pids_gen));
 	if (!err)
 		err = bpf_map__reuse_fd(py_procs, bpf_map__fd(s->skel->maps.py_procs));
 	if (!err)
@@ -363,7 +367,8 @@ static int share_maps(struct sampler *s, const char *what, struct bpf_map *scrat
 	({                                                                                         \
 		copy_capture_knobs(s, o);                                                          \
 		share_maps(s, what, (o)->maps.scratch, (o)->maps.rb, (o)->maps.pids,               \
-			   (o)->maps.py_procs, (o)->maps.stats, (o)->maps.py_known);               \
+			   (o)->maps.pids_gen, (o)->maps.py_procs, (o)->maps.stats,                \
+			   (o)->maps.py_known);                                                    \
 	})
 
 /*
@@ -812,8 +817,34 @@ void sampler__free(struct sampler *s)
 	offcpu_bpf__destroy(s->offcpu);
 	cuda_bpf__destroy(s->cuda);
 	memory_bpf__destroy(s->memory);
+	if (s->pids_gen)
+		munmap(s->pids_gen, (size_t)sysconf(_SC_PAGESIZE));
 	cpu_bpf__destroy(s->skel);
 	free(s);
+}
+
+/*
+ * Bumps the pids map's generation after user space changed the map: the BPF programs'
+ * per-CPU filter verdicts (capture.bpf.h, pid_wanted) read before are stale. An atomic add
+ * through the map's mapping, like the BPF side's, so that no concurrent bump is lost.
+ */
+static int pids_changed(struct sampler *s)
+{
+	if (!s->pids_gen) {
+		int fd = bpf_map__fd(s->skel->maps.pids_gen);
+		void *p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+			       MAP_SHARED, fd, 0);
+
+		if (p == MAP_FAILED) {
+			int err = -errno;
+
+			pr_warn("cannot map the pid filter generation: %s", strerror(-err));
+			return err;
+		}
+		s->pids_gen = p;
+	}
+	__atomic_fetch_add(s->pids_gen, 1, __ATOMIC_SEQ_CST);
+	return 0;
 }
 
 /* Puts a tgid into the kernel-side filter map. Returns 0, -EINVAL or the map error. */
@@ -830,7 +861,7 @@ int sampler__add_pid(struct sampler *s, pid_t pid)
 		pr_warn("cannot add pid %d to the filter: %s", (int)pid, strerror(-err));
 		return err;
 	}
-	return 0;
+	return pids_changed(s);
 }
 
 /* See sampler.h. The map entry is removed by BPF itself at exec and exit. */
