@@ -76,17 +76,24 @@ struct {
 } pids_gen SEC(".maps");
 
 /*
- * Per CPU: the last pid filter verdict, one word (a program interrupting another on the
- * same CPU reads it whole): bit 0 wanted, bits 1-31 the tgid, bits 32-63 the pids_gen
- * generation it was read at. Events come in runs from one process per CPU (a launch loop,
- * a fault storm, a ping-pong pair), so most lookups of the hash map are skipped: on the
- * test VM a hash lookup costs ~50 ns, an array lookup a few.
+ * Per CPU: recent pid filter verdicts, direct-mapped by the tgid's low bits (one cache
+ * line; processes taking turns on a CPU, as at every context switch, mostly keep their
+ * own slot). Each is one word (a program interrupting another on the same CPU reads it
+ * whole): bit 0 wanted, bits 1-31 the tgid, bits 32-63 the pids_gen generation it was read
+ * at. Events come in runs from a few processes per CPU (a launch loop, a fault storm,
+ * threads switching), so most lookups of the hash map are skipped: on the test VM a hash
+ * lookup costs ~50 ns, an array lookup a few.
  */
+#define PID_VERDICT_SLOTS 8
+struct pid_verdicts {
+	__u64 v[PID_VERDICT_SLOTS];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct pid_verdicts);
 } pid_verdict SEC(".maps");
 
 /*
@@ -160,6 +167,7 @@ static __always_inline void pids_changed(void)
 static __always_inline bool pid_wanted(__u32 tgid)
 {
 	__u32 zero = 0;
+	struct pid_verdicts *pv;
 	__u64 *gen, *cached, key, v;
 	bool wanted;
 
@@ -168,9 +176,10 @@ static __always_inline bool pid_wanted(__u32 tgid)
 	if (filter_mode == MLPROF_FILTER_ALL)
 		return true;
 	gen = bpf_map_lookup_elem(&pids_gen, &zero);
-	cached = bpf_map_lookup_elem(&pid_verdict, &zero);
-	if (!gen || !cached)
+	pv = bpf_map_lookup_elem(&pid_verdict, &zero);
+	if (!gen || !pv)
 		return bpf_map_lookup_elem(&pids, &tgid) != NULL;
+	cached = &pv->v[tgid & (PID_VERDICT_SLOTS - 1)];
 	/* the generation first: a change after this read invalidates what is cached below */
 	key = (__u64)(__u32) * (volatile __u64 *)gen << 32 | (__u64)(tgid & 0x7fffffff) << 1;
 	v = *(volatile __u64 *)cached;

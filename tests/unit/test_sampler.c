@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* BPF test (needs root): the CPU sampler's filter, registers, stacks and process events. */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -254,6 +255,78 @@ static pid_t start_child(int *go_fd, bool run_true)
 	return pid;
 }
 
+/* Late-add scenario: samples per pid of one process. */
+struct late {
+	pid_t pid;
+	long samples;
+};
+
+static int on_late_event(void *ctx, const void *data, size_t size)
+{
+	struct late *l = ctx;
+	const struct mlprof_sample *smp = data;
+	uint32_t type;
+
+	memcpy(&type, data, sizeof(type));
+	if (type == MLPROF_EV_SAMPLE && size >= sizeof(*smp) && (pid_t)smp->pid == l->pid)
+		l->samples++;
+	return 0;
+}
+
+static void poll_for(struct sampler *s, int ms)
+{
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		sampler__poll(s, 20);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+/*
+ * The pid filter's per-CPU verdict cache (capture.bpf.h) must not outlive a change to the
+ * filter: a process spinning on one CPU, refused while it is not in the filter (its
+ * "no" cached there), is sampled as soon as sampler__add_pid takes it in.
+ */
+static void test_late_add(struct sampler_config cfg)
+{
+	struct late l = {0};
+	struct sampler *s = NULL;
+	cpu_set_t one;
+	long before;
+
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	l.pid = fork();
+	if (l.pid == 0) {
+		volatile uint64_t x = 0;
+
+		sched_setaffinity(0, sizeof(one), &one);
+		for (;;)
+			x++;
+	}
+	CHECK(l.pid > 0, "fork failed");
+	if (l.pid <= 0)
+		return;
+	s = sampler__new(&cfg, on_late_event, &l);
+	CHECK(s != NULL, "sampler__new: %s", strerror(errno));
+	if (!s)
+		goto cleanup;
+	poll_for(s, 300);
+	CHECK_INT(l.samples, 0);
+	CHECK_INT(sampler__add_pid(s, l.pid), 0);
+	poll_for(s, 600);
+	before = l.samples;
+	printf("late add: %ld samples of the spinning process in 0.6 s after it was added\n",
+	       before);
+	CHECK(before >= FREQ_HZ / 4, "a process added to the filter was not sampled: %ld", before);
+cleanup:
+	sampler__free(s);
+	kill(l.pid, SIGKILL);
+	waitpid(l.pid, NULL, 0);
+}
+
 int main(void)
 {
 	struct sampler_config cfg = {
@@ -375,6 +448,8 @@ int main(void)
 	CHECK(stats[MLPROF_STAT_PROC_EVENTS] >= 4, "proc events: %llu",
 	      (unsigned long long)stats[MLPROF_STAT_PROC_EVENTS]);
 	CHECK_INT(stats[MLPROF_STAT_PROC_RB_FULL], 0);
+
+	test_late_add(cfg);
 
 cleanup:
 	sampler__free(s);
