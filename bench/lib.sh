@@ -13,3 +13,57 @@ cpu_ns() {
 	done
 	echo $sum
 }
+
+# bpfstats_py: prints the common start of a bench's bpfstats.py, a Python helper on BPF
+# run-time statistics, which goes on with its own part (which pid, when to read): defines
+#   bpf(cmd, attr): the bpf(2) syscall;
+#   info(fd): (name, run_time_ns, run_cnt) of a program;
+#   prog_fd(pid, name, end, step): an fd on the program NAME that process PID loaded (so its
+#     counters outlive PID), looked for every STEP s until time END or until PID exits (then
+#     the helper exits: "bpfstats: no NAME program in pid PID");
+#   wait_gone(pid): returns once process PID has exited;
+# and enables the statistics (BPF_ENABLE_STATS, held by an fd: off again when the helper
+# exits).
+bpfstats_py() {
+	cat <<'PY'
+import ctypes, os, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def bpf(cmd, attr):
+    buf = ctypes.create_string_buffer(attr, 128)
+    r = libc.syscall(321, cmd, buf, len(attr))  # __NR_bpf on x86-64
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "bpf cmd %d" % cmd)
+    return r
+def info(fd):  # BPF_OBJ_GET_INFO_BY_FD; struct bpf_prog_info: name @64, run_time_ns @192
+    ib = ctypes.create_string_buffer(256)
+    bpf(15, struct.pack("IIQ", fd, 256, ctypes.addressof(ib)))
+    return (ib.raw[64:80].split(b"\0")[0].decode(),) + struct.unpack_from("QQ", ib.raw, 192)
+def prog_fd(pid, name, end, step):
+    fd = None
+    while fd is None and time.time() < end and os.path.exists("/proc/%d" % pid):
+        try:
+            for f in os.listdir("/proc/%d/fdinfo" % pid):
+                try:
+                    txt = open("/proc/%d/fdinfo/%s" % (pid, f)).read()
+                except OSError:
+                    continue
+                for l in txt.splitlines():
+                    if l.startswith("prog_id:"):
+                        pfd = bpf(13, struct.pack("III", int(l.split()[1]), 0, 0))
+                        if info(pfd)[0] == name:
+                            fd = pfd
+                        else:
+                            os.close(pfd)
+        except OSError:
+            pass
+        time.sleep(step)
+    if fd is None:
+        sys.exit("bpfstats: no %s program in pid %d" % (name, pid))
+    return fd
+def wait_gone(pid):
+    while os.path.exists("/proc/%d" % pid):
+        time.sleep(0.1)
+stats = bpf(32, struct.pack("I", 0))  # BPF_ENABLE_STATS(BPF_STATS_RUN_TIME)
+PY
+}

@@ -55,48 +55,18 @@ PINOPT=(); [ "$PIN" = 1 ] && PINOPT=(-c)
 # by an fd: off again when this helper exits), takes an fd on the program mlprof PID loaded
 # (so its counters outlive mlprof), touches READY_FILE, and prints "name run_time_ns
 # run_cnt" after mlprof has exited.
-cat >"$OUT/bpfstats.py" <<'PY'
-import ctypes, os, struct, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def bpf(cmd, attr):
-    buf = ctypes.create_string_buffer(attr, 128)
-    r = libc.syscall(321, cmd, buf, len(attr))  # __NR_bpf on x86-64
-    if r < 0:
-        raise OSError(ctypes.get_errno(), "bpf cmd %d" % cmd)
-    return r
-def info(fd):  # BPF_OBJ_GET_INFO_BY_FD; struct bpf_prog_info: name @64, run_time_ns @192
-    ib = ctypes.create_string_buffer(256)
-    bpf(15, struct.pack("IIQ", fd, 256, ctypes.addressof(ib)))
-    return (ib.raw[64:80].split(b"\0")[0].decode(),) + struct.unpack_from("QQ", ib.raw, 192)
-stats = bpf(32, struct.pack("I", 0))  # BPF_ENABLE_STATS(BPF_STATS_RUN_TIME)
-pid, ready, fd, end = int(sys.argv[1]), sys.argv[2], None, time.time() + 30
-while fd is None and time.time() < end and os.path.exists("/proc/%d" % pid):
-    try:
-        for f in os.listdir("/proc/%d/fdinfo" % pid):
-            try:
-                txt = open("/proc/%d/fdinfo/%s" % (pid, f)).read()
-            except OSError:
-                continue
-            for l in txt.splitlines():
-                if l.startswith("prog_id:"):
-                    pfd = bpf(13, struct.pack("III", int(l.split()[1]), 0, 0))
-                    if info(pfd)[0] == "on_switch":
-                        fd = pfd
-                    else:
-                        os.close(pfd)
-    except OSError:
-        pass
-    time.sleep(0.05)
-if fd is None:
-    sys.exit("bpfstats: no on_switch program in pid %d" % pid)
+{
+	bpfstats_py
+	cat <<'PY'
+pid, ready = int(sys.argv[1]), sys.argv[2]
+fd = prog_fd(pid, "on_switch", time.time() + 30, 0.05)
 t0 = info(fd)
 open(ready, "w").close()
-while os.path.exists("/proc/%d" % pid):
-    time.sleep(0.1)
+wait_gone(pid)
 t1 = info(fd)
 print(t1[0], t1[1] - t0[1], t1[2] - t0[2])
 PY
+} >"$OUT/bpfstats.py"
 
 # foreign_switch_progs: BPF programs named on_switch loaded now (sched_switch hooks)
 foreign_switch_progs() {

@@ -25,6 +25,7 @@
 # is reported).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 REPS=${1:-3}
 MLPROF=${MLPROF:-build/mlprof}
 TARGET_S=${TARGET_S:-8}
@@ -55,50 +56,20 @@ fi
 # by an fd: off again when this helper exits), waits for mlprof's pid in PIDFILE, takes an
 # fd on the program that process loaded (so its counters outlive mlprof), and prints
 # "name run_time_ns run_cnt" after mlprof has exited. Writes READYFILE once stats are on.
-cat >"$OUT/bpfstats.py" <<'PY'
-import ctypes, os, struct, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def bpf(cmd, attr):
-    buf = ctypes.create_string_buffer(attr, 128)
-    r = libc.syscall(321, cmd, buf, len(attr))  # __NR_bpf on x86-64
-    if r < 0:
-        raise OSError(ctypes.get_errno(), "bpf cmd %d" % cmd)
-    return r
-def info(fd):  # BPF_OBJ_GET_INFO_BY_FD; struct bpf_prog_info: name @64, run_time_ns @192
-    ib = ctypes.create_string_buffer(256)
-    bpf(15, struct.pack("IIQ", fd, 256, ctypes.addressof(ib)))
-    return (ib.raw[64:80].split(b"\0")[0].decode(),) + struct.unpack_from("QQ", ib.raw, 192)
-stats = bpf(32, struct.pack("I", 0))  # BPF_ENABLE_STATS(BPF_STATS_RUN_TIME)
+{
+	bpfstats_py
+	cat <<'PY'
 pidfile, ready = sys.argv[1], sys.argv[2]
 open(ready, "w").close()
 end = time.time() + 60
 while not os.path.exists(pidfile) and time.time() < end:  # written whole (mv)
     time.sleep(0.01)
-pid, fd = int(open(pidfile).read()), None
-while fd is None and time.time() < end and os.path.exists("/proc/%d" % pid):
-    try:
-        for f in os.listdir("/proc/%d/fdinfo" % pid):
-            try:
-                txt = open("/proc/%d/fdinfo/%s" % (pid, f)).read()
-            except OSError:
-                continue
-            for l in txt.splitlines():
-                if l.startswith("prog_id:"):
-                    pfd = bpf(13, struct.pack("III", int(l.split()[1]), 0, 0))
-                    if info(pfd)[0] == "on_cpu_sample":
-                        fd = pfd
-                    else:
-                        os.close(pfd)
-    except OSError:
-        pass
-    time.sleep(0.01)
-if fd is None:
-    sys.exit("bpfstats: no on_cpu_sample program in pid %d" % pid)
-while os.path.exists("/proc/%d" % pid):
-    time.sleep(0.1)
+pid = int(open(pidfile).read())
+fd = prog_fd(pid, "on_cpu_sample", end, 0.01)
+wait_gone(pid)
 print(*info(fd))
 PY
+} >"$OUT/bpfstats.py"
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
 # quiet: wait (up to QUIET_WAIT s, default 10) until the host used < 0.1 CPU over 1 s, so

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A real Grafana Pyroscope server on loopback for mlprof's tests (scripts/pyroscope.sh),
-its query API and flame graphs, and an `mlprof agent` pushing to it. Python 3 stdlib only
-(and itutil)."""
+its query API and flame graphs, an `mlprof agent` pushing to it, and the per-case clean-up
+of the tests that run them. Python 3 stdlib only (and itutil)."""
 import json
 import os
 import re
@@ -9,6 +9,8 @@ import signal
 import socket
 import subprocess
 import time
+import unittest
+import urllib.error
 import urllib.request
 
 from itutil import free_port
@@ -149,20 +151,21 @@ def flame_paths(fg):
 
 
 class Server(PyroscopeServer):
-    """The queries the tests make, over the last hour unless told."""
+    """The queries the tests make, over the last hour unless told; tenant: the
+    X-Scope-OrgID of a multitenant server."""
 
-    def merged(self, ptype, selector, start=None, end=None):
+    def merged(self, ptype, selector, start=None, end=None, tenant=None):
         """The flame graph of SelectMergeStacktraces over [start, end] ms."""
         if start is None:
             start, end = span()
         return self.query("SelectMergeStacktraces",
                           {"profileTypeID": ptype, "labelSelector": selector, "start": start,
-                           "end": end}).get("flamegraph", {})
+                           "end": end}, tenant).get("flamegraph", {})
 
-    def label_values(self, name, selector):
+    def label_values(self, name, selector, tenant=None):
         s, e = span()
         return set(self.query("LabelValues", {"name": name, "start": s, "end": e,
-                                              "matchers": [selector]}).get("names", []))
+                                              "matchers": [selector]}, tenant).get("names", []))
 
     def profile_types(self):
         s, e = span()
@@ -171,19 +174,22 @@ class Server(PyroscopeServer):
 
 
 class Agent:
-    """`mlprof agent --url URL ARGS` at debug log level (log in DIR/NAME.log), with its
-    /metrics and /readyz on a free loopback port, no Kubernetes labels and its spool in
-    DIR/NAME.spool. MLPROF_* variables of the environment are not passed on (they would
-    configure it). Call stop() (SIGTERM, returns the exit status) or kill()."""
+    """`mlprof agent --url URL ARGS` at debug log level (log in DIR/NAME.log unless
+    log_path), with its /metrics and /readyz on a free loopback port, no Kubernetes labels
+    and its spool in DIR/NAME.spool unless spool. MLPROF_* variables of the environment are
+    not passed on (they would configure it). what: what its errors call it. Call stop()
+    (SIGTERM, returns the exit status) or kill()."""
 
     WINDOW_RE = re.compile(r"window (\d+): (\d+) profiles, (\d+) samples, start_ns (-?\d+)")
 
-    def __init__(self, mlprof, url, args, workdir, name="agent"):
+    def __init__(self, mlprof, url, args, workdir, name="agent", spool=None, log_path=None,
+                 what="agent"):
         self.port = free_port()
-        self.log_path = os.path.join(workdir, name + ".log")
+        self.what = what
+        self.log_path = log_path or os.path.join(workdir, name + ".log")
         argv = [mlprof, "agent", "--url", url] + list(args) + [
             "--metrics-addr", "127.0.0.1:%d" % self.port, "--k8s", "off",
-            "--spool-dir", os.path.join(workdir, name + ".spool")]
+            "--spool-dir", spool or os.path.join(workdir, name + ".spool")]
         env = {k: v for k, v in os.environ.items() if not k.startswith("MLPROF_")}
         env["MLPROF_LOG_LEVEL"] = "debug"
         self.logf = open(self.log_path, "w")
@@ -193,23 +199,29 @@ class Agent:
         with open(self.log_path) as f:
             return f.read()
 
-    def get(self, path):
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path),
-                                    timeout=5) as r:
-            return r.status, r.read().decode()
+    def get(self, path, http_errors=False):
+        """(status, body) of GET path; an HTTP error status raises unless http_errors."""
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path),
+                                        timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            if not http_errors:
+                raise
+            return e.code, e.read().decode()
 
     def wait_ready(self, timeout=30):
         """Until /readyz says 200; AssertionError with the log if it exits or never does."""
         def ready():
             if self.proc.poll() is not None:
-                raise AssertionError("agent exited %s:\n%s" % (self.proc.returncode,
-                                                               self.log()))
+                raise AssertionError("%s exited %s:\n%s" % (self.what, self.proc.returncode,
+                                                            self.log()))
             try:
                 return self.get("/readyz")[0] == 200
             except OSError:
                 return False
         if not wait_for(ready, timeout, 0.2):
-            raise AssertionError("agent never ready:\n" + self.log())
+            raise AssertionError("%s never ready:\n%s" % (self.what, self.log()))
 
     def drops(self):
         """mlprof_samples_dropped_total{reason=...} (and any other *drop* metric) != 0."""
@@ -239,3 +251,22 @@ class Agent:
             self.proc.kill()
             self.proc.wait()
         self.logf.close()
+
+
+class CleanupCase(unittest.TestCase):
+    """A case with self.cleanup, callables run last first after it (one that raises is
+    printed and the rest still run), and self.token, TOKEN followed by digits unique to
+    this run (for command lines and service names no other process has)."""
+
+    TOKEN = "t"
+
+    def setUp(self):
+        self.cleanup = []
+        self.token = "%s%d%d" % (self.TOKEN, os.getpid(), int(time.time() * 1000) % 100000000)
+
+    def tearDown(self):
+        for fn in reversed(self.cleanup):
+            try:
+                fn()
+            except Exception as err:  # keep tearing down
+                print("teardown: %s" % err)

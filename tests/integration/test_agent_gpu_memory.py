@@ -42,11 +42,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from itutil import MLPROF, main_chain_ok, run_main  # noqa: E402
-from pyroscope_server import Agent, Server, flame_paths, skip_reason, wait_for  # noqa: E402
+from pyroscope_server import Agent, CleanupCase, Server, flame_paths, skip_reason, wait_for  # noqa: E402
 import test_record_cuda as rcuda  # noqa: E402  (what cuda_launch does, chain checks)
 import test_record_memory as rmem  # noqa: E402  (what mem_workload does, tolerances)
 
@@ -87,7 +86,9 @@ def top(paths, n=6):
                      sorted(paths.items(), key=lambda kv: -kv[1])[:n])
 
 
-class AgentGpuMemory(unittest.TestCase):
+class AgentGpuMemory(CleanupCase):
+    TOKEN = "gm"
+
     @classmethod
     def setUpClass(cls):
         cls.srv = Server(SCRIPT, os.path.join(TMP, "pyro"))
@@ -96,17 +97,6 @@ class AgentGpuMemory(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.srv.stop()
-
-    def setUp(self):
-        self.cleanup = []
-        self.token = "gm%d%d" % (os.getpid(), int(time.time() * 1000) % 100000000)
-
-    def tearDown(self):
-        for fn in reversed(self.cleanup):
-            try:
-                fn()
-            except Exception as err:  # keep tearing down
-                print("teardown: %s" % err)
 
     def start(self, name, cmd, rule, args):
         """The gated workload and an agent on its pid, ready; (workload, agent)."""

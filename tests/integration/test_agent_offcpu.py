@@ -25,7 +25,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyroscope_server import Agent, Server, flame_totals, skip_reason, wait_for  # noqa: E402
+from pyroscope_server import Agent, CleanupCase, Server, flame_totals, skip_reason, wait_for  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -53,21 +53,15 @@ TOTAL_TOL = 0.10  # per-chain total in Pyroscope vs the workload's measurement
 TMP = None
 
 
-class AgentOffcpu(unittest.TestCase):
+class AgentOffcpu(CleanupCase):
+    TOKEN = "off"
+
     def setUp(self):
-        self.cleanup = []
-        self.token = "off%d%d" % (os.getpid(), int(time.time() * 1000) % 100000000)
+        super().setUp()
         self.service = "offcpu-it-" + self.token
         self.srv = Server(SCRIPT, os.path.join(TMP, "pyro"))
         self.srv.start(timeout=180)
         self.cleanup.append(self.srv.stop)
-
-    def tearDown(self):
-        for fn in reversed(self.cleanup):
-            try:
-                fn()
-            except Exception as err:  # keep tearing down
-                print("teardown: %s" % err)
 
     def start_agent(self, pid):
         agent = Agent(MLPROF, self.srv.url, [

@@ -35,7 +35,9 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyroscope_server import PyroscopeServer, span  # noqa: E402
+import pyroscope_server  # noqa: E402
+from itutil import free_port  # noqa: E402
+from pyroscope_server import CleanupCase, Server, skip_reason, span  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -60,27 +62,15 @@ ML_ENV = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "SLURM_JOB_ID": "42
 REGEX = "agent_workloa[d] [0-9]+ %s$"
 SERVICE = "agent_workload"
 
-WINDOW_RE = re.compile(r"window (\d+): (\d+) profiles, (\d+) samples, start_ns (-?\d+)")
 DELIVERED_RE = re.compile(r"delivered seq (\d+) start_ns (-?\d+) \(attempt (\d+)\)")
 SPOOLED_RE = re.compile(r"spooled seq (\d+) start_ns (-?\d+)")
 
 TMP = None
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_for(cond, timeout, step=0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
+    """pyroscope_server.wait_for, polling every 0.2 s unless told."""
+    return pyroscope_server.wait_for(cond, timeout, step)
 
 
 def spool_files(d):
@@ -88,34 +78,23 @@ def spool_files(d):
     return sorted(glob.glob(os.path.join(d, "*", "*.spool")))
 
 
-class Pyroscope(PyroscopeServer):
+class Pyroscope(Server):
+    """The server on data dir TMP/NAME (extra: more server flags), started within 180 s."""
+
     def __init__(self, name, extra=""):
         super().__init__(SCRIPT, os.path.join(TMP, name), extra=extra)
 
-    def start(self):
-        super().start(timeout=180)
+    def start(self, timeout=180):
+        super().start(timeout)
 
-    @staticmethod
-    def span():
-        return span()
-
-    def label_values(self, name, selector, tenant=None):
-        s, e = self.span()
-        return set(self.query("LabelValues", {"name": name, "start": s, "end": e,
-                                              "matchers": [selector]}, tenant).get("names", []))
-
-    def merged(self, selector, start=None, end=None, ptype=PTYPE, tenant=None):
+    def names_total(self, selector, start=None, end=None, ptype=PTYPE, tenant=None):
         """(function names, total) of the merged flame graph over [start, end] ms."""
-        if start is None:
-            start, end = self.span()
-        fg = self.query("SelectMergeStacktraces",
-                        {"profileTypeID": ptype, "labelSelector": selector,
-                         "start": start, "end": end}, tenant).get("flamegraph", {})
+        fg = self.merged(ptype, selector, start, end, tenant)
         return set(fg.get("names", [])), int(fg.get("total", 0) or 0)
 
     def series_points(self, selector, tenant=None):
         """[(timestamp ms, value)] with one step per window (distinct windows with data)."""
-        s, e = self.span()
+        s, e = span()
         out = self.query("SelectSeries", {"profileTypeID": PTYPE, "labelSelector": selector,
                                           "start": s, "end": e, "step": INTERVAL_S}, tenant)
         pts = []
@@ -125,52 +104,24 @@ class Pyroscope(PyroscopeServer):
         return sorted(pts)
 
 
-class Agent:
-    def __init__(self, name, *args, url=None, spool=None, run_label=None, token=None):
+class Agent(pyroscope_server.Agent):
+    """The agent on the workload with token TOKEN (--process-regex), every INTERVAL_S at
+    HZ, with label run=RUN_LABEL (default NAME), pushing to URL; its spool in TMP/NAME.spool
+    unless told, its log in TMP/NAME.<ms>.log."""
+
+    def __init__(self, name, *args, url, spool=None, run_label=None, token=None):
         self.name = name
-        self.port = free_port()
         self.spool = spool or os.path.join(TMP, name + ".spool")
-        self.log_path = os.path.join(TMP, "%s.%d.log" % (name, int(time.time() * 1000)))
-        argv = [MLPROF, "agent", "--upload-interval", str(INTERVAL_S), "--frequency", str(HZ),
-                "--process-regex", REGEX % token, "--metrics-addr", "127.0.0.1:%d" % self.port,
-                "--k8s", "off", "--spool-dir", self.spool,
-                "--label", "run=%s" % (run_label or name)]
-        if url:
-            argv += ["--url", url]
-        argv += list(args)
-        env = dict(os.environ, MLPROF_LOG_LEVEL="debug")
-        for k in list(env):
-            if k.startswith("MLPROF_") and k != "MLPROF_LOG_LEVEL":
-                del env[k]
-        self.logf = open(self.log_path, "w")
-        self.proc = subprocess.Popen(argv, stdout=self.logf, stderr=subprocess.STDOUT, env=env)
-
-    def log(self):
-        with open(self.log_path) as f:
-            return f.read()
-
-    def get(self, path):
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path),
-                                        timeout=5) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-    def wait_ready(self, timeout=30):
-        def ready():
-            if self.proc.poll() is not None:
-                raise AssertionError("agent %s exited %s:\n%s" %
-                                     (self.name, self.proc.returncode, self.log()))
-            try:
-                return self.get("/readyz")[0] == 200
-            except OSError:
-                return False
-        if not wait_for(ready, timeout):
-            raise AssertionError("agent %s never ready:\n%s" % (self.name, self.log()))
+        super().__init__(
+            MLPROF, url, ["--upload-interval", str(INTERVAL_S), "--frequency", str(HZ),
+                          "--process-regex", REGEX % token,
+                          "--label", "run=%s" % (run_label or name)] + list(args),
+            TMP, name, spool=self.spool,
+            log_path=os.path.join(TMP, "%s.%d.log" % (name, int(time.time() * 1000))),
+            what="agent " + name)
 
     def metrics(self):
-        st, body = self.get("/metrics")
+        st, body = self.get("/metrics", http_errors=True)
         assert st == 200, "/metrics: %d" % st
         out = {}
         for line in body.splitlines():
@@ -189,7 +140,7 @@ class Agent:
     def windows(self):
         """{seq: (samples, start_ns)} of windows that produced at least one profile."""
         out = {}
-        for m in WINDOW_RE.finditer(self.log()):
+        for m in self.WINDOW_RE.finditer(self.log()):
             if int(m.group(2)) > 0:
                 out[int(m.group(1))] = (int(m.group(3)), int(m.group(4)))
         return out
@@ -210,12 +161,6 @@ class Agent:
         except subprocess.TimeoutExpired:
             rc = None
         return rc, time.time() - t0
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.logf.close()
 
 
 class Workload:
@@ -273,8 +218,9 @@ def sel(run):
     return '{service_name="%s",run="%s"}' % (SERVICE, run)
 
 
-class AgentPyroscope(unittest.TestCase):
+class AgentPyroscope(CleanupCase):
     srv = None
+    TOKEN = "e2e"
 
     @classmethod
     def setUpClass(cls):
@@ -285,17 +231,6 @@ class AgentPyroscope(unittest.TestCase):
     def tearDownClass(cls):
         if cls.srv:
             cls.srv.stop()
-
-    def setUp(self):
-        self.cleanup = []
-        self.token = "e2e%d%d" % (os.getpid(), int(time.time() * 1000) % 100000000)
-
-    def tearDown(self):
-        for fn in reversed(self.cleanup):
-            try:
-                fn()
-            except Exception as err:  # keep tearing down
-                print("teardown: %s" % err)
 
     def start_agent(self, name, *args, **kw):
         a = Agent(name, *args, token=self.token, **kw)
@@ -322,17 +257,17 @@ class AgentPyroscope(unittest.TestCase):
         """Every window's exact time range holds exactly its samples: none lost, none twice."""
         self.assertTrue(windows, "no windows")
         want_total = sum(s for s, _ in windows.values()) * PERIOD_NS
-        wait_for(lambda: srv.merged(selector, tenant=tenant)[1] >= want_total, timeout, 1)
+        wait_for(lambda: srv.names_total(selector, tenant=tenant)[1] >= want_total, timeout, 1)
         for seq, (samples, start_ns) in sorted(windows.items()):
             s_ms = start_ns // 1000000
             e_ms = s_ms + INTERVAL_S * 1000 - 1
-            _, cpu = srv.merged(selector, s_ms, e_ms, tenant=tenant)
-            _, n = srv.merged(selector, s_ms, e_ms, ptype=PTYPE_N, tenant=tenant)
+            _, cpu = srv.names_total(selector, s_ms, e_ms, tenant=tenant)
+            _, n = srv.names_total(selector, s_ms, e_ms, ptype=PTYPE_N, tenant=tenant)
             self.assertEqual(n, samples, "window %d: %d samples stored, agent built %d" %
                              (seq, n, samples))
             self.assertEqual(cpu, samples * PERIOD_NS, "window %d: cpu %d ns, want %d" %
                              (seq, cpu, samples * PERIOD_NS))
-        names, total = srv.merged(selector, tenant=tenant)
+        names, total = srv.names_total(selector, tenant=tenant)
         self.assertEqual(total, want_total, "total over all windows")
         if tenant is None:
             pts = srv.series_points(selector)
@@ -532,9 +467,10 @@ class AgentPyroscope(unittest.TestCase):
         names, _ = self.check_windows_stored(mt, wins, sel("tenant"), tenant="team-a")
         self.assertTrue(FUNCS <= names, "tenant team-a functions %s" % sorted(names))
         self.assertEqual(mt.label_values("rank", sel("tenant"), "team-a"), {"3"})
-        self.assertEqual(mt.merged(sel("tenant"), tenant="team-b")[1], 0, "other tenant sees it")
+        self.assertEqual(mt.names_total(sel("tenant"), tenant="team-b")[1], 0,
+                         "other tenant sees it")
         with self.assertRaises(urllib.error.HTTPError) as cm:
-            mt.merged(sel("tenant"))
+            mt.names_total(sel("tenant"))
         self.assertEqual(cm.exception.code, 401)
 
     # 6 -------------------------------------------------------------------------
@@ -596,13 +532,9 @@ class AgentPyroscope(unittest.TestCase):
 
 def main():
     global TMP
-    if os.geteuid() != 0:
-        print("SKIP: needs root for BPF")
-        return 77
-    path = subprocess.run([SCRIPT, "path"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          text=True)
-    if path.returncode or not path.stdout.strip():
-        print("SKIP: no Pyroscope binary (run scripts/pyroscope.sh build)")
+    why = skip_reason(SCRIPT)
+    if why:
+        print("SKIP: " + why)
         return 77
     for p in (MLPROF, WORKLOAD):
         if not os.access(p, os.X_OK):
