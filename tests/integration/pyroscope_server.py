@@ -5,9 +5,12 @@ of the tests that run them. Python 3 stdlib only (and itutil)."""
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 import unittest
 import urllib.error
@@ -90,6 +93,32 @@ def skip_reason(script):
     if path.returncode or not path.stdout.strip():
         return "no Pyroscope binary (run scripts/pyroscope.sh build, or set PYROSCOPE_BIN)"
     return None
+
+
+def agent_test_main(script, executables, tmp_root, prefix, set_tmp):
+    """main() of an agent test against Pyroscope: exit 77 (SKIP, saying why) when it cannot
+    run here, 1 when one of executables is missing; else runs the __main__ module's cases
+    with a fresh directory under tmp_root handed to set_tmp (removed when all pass, kept
+    and named otherwise) and returns 0 or 1."""
+    why = skip_reason(script)
+    if why:
+        print("SKIP: " + why)
+        return 77
+    for p in executables:
+        if not os.access(p, os.X_OK):
+            print("FAIL: missing executable %s" % p)
+            return 1
+    os.makedirs(tmp_root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=prefix, dir=tmp_root)
+    set_tmp(tmp)
+    prog = unittest.main(module="__main__", argv=[sys.argv[0], "-v"] + sys.argv[1:],
+                         exit=False)
+    ok = prog.result.wasSuccessful()
+    if ok:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print("data kept in %s" % tmp)
+    return 0 if ok else 1
 
 
 def wait_for(cond, timeout, step=0.5):

@@ -17,15 +17,13 @@ Exit 77 (skipped) when not root (BPF) or when no Pyroscope binary is available
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyroscope_server import Agent, CleanupCase, Server, flame_totals, skip_reason, wait_for  # noqa: E402
+from pyroscope_server import Agent, CleanupCase, Server, agent_test_main, flame_totals, wait_for  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -164,26 +162,13 @@ class AgentOffcpu(CleanupCase):
                            (ct["burn_spin"], measured["burn_spin_cpu_ns"]))
 
 
-def main():
+def set_tmp(path):
     global TMP
-    why = skip_reason(SCRIPT)
-    if why:
-        print("SKIP: " + why)
-        return 77
-    for p in (MLPROF, WORKLOAD):
-        if not os.access(p, os.X_OK):
-            print("FAIL: missing executable %s" % p)
-            return 1
-    os.makedirs(TMP_ROOT, exist_ok=True)
-    TMP = tempfile.mkdtemp(prefix="agent_offcpu.", dir=TMP_ROOT)
-    prog = unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[1:], exit=False)
-    ok = prog.result.wasSuccessful()
-    if ok:
-        shutil.rmtree(TMP, ignore_errors=True)
-    else:
-        print("data kept in %s" % TMP)
-    return 0 if ok else 1
+    TMP = path
 
+
+def main():
+    return agent_test_main(SCRIPT, (MLPROF, WORKLOAD), TMP_ROOT, "agent_offcpu.", set_tmp)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,21 +23,19 @@ import glob
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-import unittest
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pyroscope_server  # noqa: E402
 from itutil import free_port  # noqa: E402
-from pyroscope_server import CleanupCase, Server, skip_reason, span  # noqa: E402
+from pyroscope_server import CleanupCase, Server, agent_test_main, span  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -530,26 +528,13 @@ class AgentPyroscope(CleanupCase):
               (took, len(wins)))
 
 
-def main():
+def set_tmp(path):
     global TMP
-    why = skip_reason(SCRIPT)
-    if why:
-        print("SKIP: " + why)
-        return 77
-    for p in (MLPROF, WORKLOAD):
-        if not os.access(p, os.X_OK):
-            print("FAIL: missing executable %s" % p)
-            return 1
-    os.makedirs(TMP_ROOT, exist_ok=True)
-    TMP = tempfile.mkdtemp(prefix="agent_pyroscope.", dir=TMP_ROOT)
-    prog = unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[1:], exit=False)
-    ok = prog.result.wasSuccessful()
-    if ok:
-        shutil.rmtree(TMP, ignore_errors=True)
-    else:
-        print("data kept in %s" % TMP)
-    return 0 if ok else 1
+    TMP = path
 
+
+def main():
+    return agent_test_main(SCRIPT, (MLPROF, WORKLOAD), TMP_ROOT, "agent_pyroscope.", set_tmp)
 
 if __name__ == "__main__":
     sys.exit(main())
