@@ -67,26 +67,8 @@ static uint64_t cur_uint(struct cur *c, size_t n)
 	return v;
 }
 
-static uint64_t cur_uleb(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p;
-
-		cur_skip(c, 1);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return 0;
-}
-
-static int64_t cur_sleb(struct cur *c)
+/* A LEB128 number; sign: sign-extended from its last byte's bit 6. */
+static uint64_t cur_leb(struct cur *c, bool sign)
 {
 	uint64_t v = 0;
 	unsigned int shift = 0;
@@ -99,13 +81,23 @@ static int64_t cur_sleb(struct cur *c)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
+			if (sign && shift < 64 && (b & 0x40))
 				v |= ~0ull << shift;
-			return (int64_t)v;
+			return v;
 		}
 	}
 	c->bad = true;
 	return 0;
+}
+
+static uint64_t cur_uleb(struct cur *c)
+{
+	return cur_leb(c, false);
+}
+
+static int64_t cur_sleb(struct cur *c)
+{
+	return (int64_t)cur_leb(c, true);
 }
 
 /* Reads a DW_EH_PE encoded pointer; datarel is relative to datarel_base. */
