@@ -211,15 +211,74 @@ static __always_inline void copy_regs(__u64 *dst, const struct x86_regs *r)
 	dst[MLPROF_REG_R11] = r->r11;
 }
 
-struct vma_ctx {
-	__u64 vm_end;
+struct vma_info {
+	__u64 start, end, flags;
+	bool file;
 };
 
-static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+static long vma_info_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	struct vma_ctx *vc = data;
+	struct vma_info *vi = data;
 
-	vc->vm_end = vma->vm_end;
+	vi->start = vma->vm_start;
+	vi->end = vma->vm_end;
+	vi->flags = vma->vm_flags;
+	vi->file = vma->vm_file != NULL;
+	return 0;
+}
+
+/*
+ * Thread stacks: tid -> the VMA its sp was last seen in, and the address space (mm) it
+ * belongs to. bpf_find_vma is expensive where most captures run, with interrupts off
+ * (perf events, sched_switch, page-fault tracepoints): it releases the mmap lock from an
+ * irq_work, a self-interrupt (measured on a 2-vCPU VM: ~14 us of the interrupted thread's
+ * time per call, against ~1 us for the rest of a capture), and it can run once per
+ * program run (a second call finds that irq_work busy). So copy_ustack looks a thread's
+ * stack up once and reads it here after; an entry is used only while sp is inside it and
+ * the mm is the same (exec). LRU: an evicted thread is looked up again. Shared by every
+ * program that captures user stacks.
+ */
+struct stack_vma {
+	__u64 start, end, mm;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct stack_vma);
+} stack_vmas SEC(".maps");
+
+/*
+ * The current thread's VMA that holds sp (into *out), from stack_vmas when there, else
+ * looked up (and remembered) when lookup is true. Returns 0, -ENOENT when sp is in no
+ * mapping, another error when the lookup could not run (or was not to be tried: -EAGAIN).
+ */
+static __always_inline long stack_vma_get(struct task_struct *task, __u64 sp, bool lookup,
+					  struct stack_vma *out)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 mm = (__u64)task->mm;
+	struct vma_info vi = {};
+	struct stack_vma *sv;
+	long err;
+
+	sv = bpf_map_lookup_elem(&stack_vmas, &tid);
+	if (sv && sv->mm == mm && sv->start <= sp && sp < sv->end) {
+		*out = *sv;
+		return 0;
+	}
+	if (!lookup)
+		return -11; /* EAGAIN */
+	err = bpf_find_vma(task, sp, vma_info_cb, &vi, 0);
+	if (err)
+		return err;
+	if (vi.end <= sp || vi.start > sp)
+		return -ENOENT;
+	out->start = vi.start;
+	out->end = vi.end;
+	out->mm = mm;
+	bpf_map_update_elem(&stack_vmas, &tid, out, BPF_ANY);
 	return 0;
 }
 
@@ -231,8 +290,8 @@ static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, voi
 static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_struct *task,
 					 __u64 sp, __u64 stack_end)
 {
-	struct vma_ctx vc = {};
-	__u64 want = ustack_bytes;
+	__u64 want = ustack_bytes, end = stack_end;
+	struct stack_vma sv = {};
 	__u64 len, skip, n;
 	bool ok = false;
 	long err;
@@ -243,12 +302,10 @@ static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_
 	if (!want || !sp)
 		return 0;
 
-	if (stack_end > sp) {
-		vc.vm_end = stack_end;
+	if (stack_end > sp)
 		err = 0;
-	} else {
-		err = bpf_find_vma(task, sp, vma_end_cb, &vc, 0);
-	}
+	else if (!(err = stack_vma_get(task, sp, true, &sv)))
+		end = sv.end;
 	if (err == -ENOENT) {
 		/* sp is in no mapping at all: nothing to read */
 		rec->flags |= MLPROF_SF_USTACK_ERR;
@@ -256,12 +313,12 @@ static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_
 		return 0;
 	}
 	len = want;
-	if (err || vc.vm_end <= sp) {
+	if (err || end <= sp) {
 		/* mmap lock busy or irq_work in use: guess, halving on faults below */
 		stat_inc(MLPROF_STAT_VMA_MISS);
-	} else if (vc.vm_end - sp < want) {
-		len = vc.vm_end - sp;
-	} else if (vc.vm_end - sp > want) {
+	} else if (end - sp < want) {
+		len = end - sp;
+	} else if (end - sp > want) {
 		rec->flags |= MLPROF_SF_USTACK_CUT;
 	}
 

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Memory growth: memory brought in by page faults on private writable anonymous memory
- * (heap, mmap'ed buffers, thread stacks), sampled by bytes (one stack every mem_sample_bytes
- * on average, at random intervals so that it does not alias with allocation patterns,
- * weighted by that mean: the cost does not grow with the allocation rate), and memory given
- * back (munmap, madvise(DONTNEED/FREE/REMOVE), brk shrinking) as ranges that user space
- * removes from the in-use view.
+ * Memory growth: memory brought in by write faults on private writable anonymous memory
+ * (heap, mmap'ed buffers, thread stacks, copy-on-write copies after fork), sampled by bytes
+ * (one stack every mem_sample_bytes on average, at random intervals so that it does not
+ * alias with allocation patterns, weighted by that mean: the cost does not grow with the
+ * allocation rate), and memory given back (munmap, madvise(DONTNEED/FREE/REMOVE), brk
+ * shrinking) as ranges that user space removes from the in-use view.
  *
- * No program runs on every fault: user space opens a PERF_COUNT_SW_PAGE_FAULTS software
- * event on every CPU with a sample period of mem_step_pages faults, and on_mem_fault runs
- * on its overflows only, in the faulting thread's context (its user registers, the fault
- * address), where a random countdown of steps picks the faults whose stack is captured. The event
- * counts faults of every kind; the fault's error code (read or write) is not in its context, so the
- * VMA decides: a fault on a private writable anonymous mapping counts, anything else (file pages,
- * shared memory, guard pages) does not (see README: a read fault on untouched anonymous memory
- * counts too).
+ * The programs run on the exceptions:page_fault_user/_kernel tracepoints as BTF raw
+ * tracepoints: no trace record is built, and a fault that is not picked costs a per-CPU
+ * countdown (measured: a counting PERF_COUNT_SW_PAGE_FAULTS event alone costs more per fault
+ * than this, see bench/memory.sh). The error code says whether the fault writes: a read of
+ * untouched anonymous memory maps the shared zero page and brings nothing in, and is not
+ * counted. For a picked fault the VMA decides: a private writable anonymous mapping counts,
+ * anything else (file pages, shared memory, guard pages) does not. The tracepoints run with
+ * interrupts off, before the fault is handled.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,146 +31,218 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define MADV_REMOVE   9
 #define VM_WRITE      0x00000002 /* include/linux/mm.h */
 #define VM_SHARED     0x00000008
+#define MAP_FIXED     0x10
+#define PF_WRITE      0x2		     /* arch/x86/include/asm/trap_pf.h: X86_PF_WRITE */
+#define USER_TOP      0x00007ffffffff000ULL /* x86-64 TASK_SIZE_MAX with 4-level paging */
+/* Write faults between two looks at the faulting thread's stack VMA (see stack_vmas). */
+#define LEARN_EVERY   16
 
-/* Mean bytes of faulted-in memory per captured stack: the weight of each capture. */
-const volatile __u64 mem_sample_bytes = 512 * 1024;
-/*
- * Overflows of the page-fault event (one every mem_step_pages faults of a CPU, the perf
- * event's sample_period, set by user space) per captured stack on average: the gap between
- * two captures is uniform in [1, 2 * mem_steps - 1] steps. User space keeps
- * mem_steps * mem_step_pages * PAGE_SIZE == mem_sample_bytes.
- */
-const volatile __u32 mem_steps = 1;
+/* Mean pages faulted in per captured stack (>= 1): each capture weighs that many bytes. */
+const volatile __u64 mem_sample_pages = 512 * 1024 / PAGE_SIZE;
 
-/* Per CPU: event overflows left until the next captured fault (0: not started yet). */
+/* Per CPU: write faults left until the next captured one, and the draws' state. */
+struct fault_countdown {
+	__s64 left;
+	struct rate_state rs; /* only its rng */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct fault_countdown);
 } mem_left SEC(".maps");
 
 /*
- * Thread stacks (tid -> the VMA its sp was last seen in). The program runs with interrupts
- * off, where bpf_find_vma can run once per program run (the mmap lock is released from an
- * irq_work, and a second call finds it busy); a capture needs that one call for the fault
- * address, so the stack copy is bounded by this cache, filled in runs that capture nothing.
- * Entries are checked against sp before use; LRU: an evicted thread is looked up again.
+ * The VMA of a fault address as last classified for a thread (tid -> range, its mm, the
+ * process's vma generation then, and whether faults there count), so that captures in the
+ * same mapping skip bpf_find_vma (see stack_vmas in capture.bpf.h for its cost). Valid
+ * while the process's generation (vma_gens) is unchanged: munmap, mremap, mprotect and
+ * mmap(MAP_FIXED) change it; a plain mmap cannot overlap a mapping already classified.
  */
-struct stack_vma {
-	__u64 start, end;
+struct fault_vma {
+	__u64 start, end, mm;
+	__u32 gen;
+	__u32 counts;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, struct stack_vma);
-} stack_vmas SEC(".maps");
+	__type(value, struct fault_vma);
+} fault_vmas SEC(".maps");
 
-struct vma_info {
-	__u64 start, end, flags;
-	bool file;
-};
+/*
+ * tgid -> generation of its mappings, a value of vma_gen_next at its last change: a
+ * process whose entry was evicted (LRU) gets a new value, never an old one again, and a
+ * process without an entry has no valid fault_vmas.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} vma_gens SEC(".maps");
 
-static long vma_info_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} vma_gen_next SEC(".maps");
+
+/* A new generation for tgid's mappings; 0 when none could be stored. */
+static __always_inline __u32 vmas_new_gen(__u32 tgid)
 {
-	struct vma_info *vi = data;
+	__u32 zero = 0, *next = bpf_map_lookup_elem(&vma_gen_next, &zero), gen;
 
-	vi->start = vma->vm_start;
-	vi->end = vma->vm_end;
-	vi->flags = vma->vm_flags;
-	vi->file = vma->vm_file != NULL;
-	return 0;
+	if (!next)
+		return 0;
+	/* (an atomic add whose result is used needs BPF ISA v3: the load after it may see a
+	 * concurrent change too, which only makes two changes share a value) */
+	__sync_fetch_and_add(next, 1);
+	gen = *next;
+	if (!gen || bpf_map_update_elem(&vma_gens, &tgid, &gen, BPF_ANY))
+		return 0;
+	return gen;
 }
 
-/* A random gap in steps, uniform in [1, 2 * mem_steps - 1]: mean mem_steps. */
-static __always_inline __u32 next_gap(void)
+/* The current process's mappings changed (a syscall that may unmap, move or reprotect). */
+static __always_inline void vmas_changed(void)
 {
-	if (mem_steps <= 1)
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (tgid && bpf_map_lookup_elem(&vma_gens, &tgid) && pid_wanted(tgid))
+		vmas_new_gen(tgid);
+}
+
+/* A random gap in write faults, uniform in [1, 2 * mem_sample_pages - 1]: mean mem_sample_pages. */
+static __always_inline __s64 next_gap(struct fault_countdown *fc)
+{
+	if (mem_sample_pages <= 1)
 		return 1;
-	return bpf_get_prandom_u32() % (2 * mem_steps - 1) + 1;
+	return rate_rand(&fc->rs) % (2 * mem_sample_pages - 1) + 1;
 }
 
-/* In a run that captures nothing: remembers the current thread's stack VMA. */
-static __always_inline void learn_stack(__u64 id, __u64 sp)
+/* In a run that captures nothing: looks up the current thread's stack VMA if not known. */
+static __always_inline void learn_stack(__u64 sp)
 {
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct stack_vma sv;
+
+	if (!tgid || !pid_wanted(tgid))
+		return;
+	stack_vma_get(bpf_get_current_task_btf(), sp, true, &sv);
+}
+
+/*
+ * Counts one write fault at addr; true when it is the one to capture. user_sp: the user
+ * stack pointer of a fault in user mode (0 for a fault in the kernel), for learn_stack.
+ */
+static __always_inline bool fault_picked(__u64 user_sp)
+{
+	struct fault_countdown *fc;
+	__u32 zero = 0;
+
+	fc = bpf_map_lookup_elem(&mem_left, &zero);
+	if (!fc)
+		return false;
+	/* a fresh CPU starts at a random point of its first gap */
+	if (fc->left <= 0)
+		fc->left = next_gap(fc);
+	if (--fc->left) {
+		if (user_sp && fc->left % LEARN_EVERY == 0)
+			learn_stack(user_sp);
+		return false;
+	}
+	fc->left = next_gap(fc);
+	return true;
+}
+
+/*
+ * Captures the stack of the current thread's fault at addr when the mapping there is
+ * private, writable and anonymous. ctx: the program's context (for the kernel stack);
+ * uregs: the user registers of a fault in user mode, NULL for a fault in the kernel.
+ */
+static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x86_regs *uregs)
+{
+	__u64 id = bpf_get_current_pid_tgid(), sp = uregs ? uregs->sp : 0, stack_end = 0;
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct stack_vma *sv, nv;
-	struct vma_info vi = {};
-	__u32 tid = (__u32)id;
-
-	sv = bpf_map_lookup_elem(&stack_vmas, &tid);
-	if (sv && sv->start <= sp && sp < sv->end)
-		return;
-	if (!pid_wanted(id >> 32))
-		return;
-	if (bpf_find_vma(task, sp, vma_info_cb, &vi, 0) || vi.end <= sp)
-		return;
-	nv.start = vi.start;
-	nv.end = vi.end;
-	bpf_map_update_elem(&stack_vmas, &tid, &nv, BPF_ANY);
-}
-
-SEC("perf_event")
-int on_mem_fault(struct bpf_perf_event_data *ctx)
-{
-	const struct x86_regs *ctx_regs = (const void *)&ctx->regs;
-	__u64 id = bpf_get_current_pid_tgid(), addr = ctx->addr, sp, stack_end = 0;
-	bool user = ctx_regs->cs & 3;
+	__u32 tgid = id >> 32, tid = (__u32)id, *gen;
+	struct fault_vma *fv, nfv = {};
+	struct stack_vma sv = {};
 	struct vma_info vi = {};
 	struct mlprof_sample *rec;
-	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
-	struct stack_vma *sv;
-	__u32 *left;
 	long err;
 
-	if (!tgid)
-		return 0;
-	left = bpf_map_lookup_elem(&mem_left, &zero);
-	if (!left)
-		return 0;
-	/* a fresh CPU starts at a random point of its first gap */
-	if (*left == 0)
-		*left = next_gap();
-	if (--*left) {
-		if (user)
-			learn_stack(id, ctx_regs->sp);
-		return 0;
+	if (!tgid || !pid_wanted(tgid))
+		return;
+	if (uregs && !stack_vma_get(task, sp, false, &sv))
+		stack_end = sv.end;
+	nfv.mm = (__u64)task->mm;
+	fv = bpf_map_lookup_elem(&fault_vmas, &tid);
+	gen = bpf_map_lookup_elem(&vma_gens, &tgid);
+	if (fv && gen && fv->gen == *gen && fv->mm == nfv.mm && fv->start <= addr &&
+	    addr < fv->end) {
+		if (!fv->counts)
+			return;
+		goto capture;
 	}
-	*left = next_gap();
-	if (!pid_wanted(tgid))
-		return 0;
-
-	sp = user ? ctx_regs->sp : 0;
-	sv = user ? bpf_map_lookup_elem(&stack_vmas, &tid) : NULL;
-	if (sv && sv->start <= sp && sp < sv->end) {
-		stack_end = sv->end;
-		/* a fault on the thread's own stack (it grew): anonymous, writable */
-		if (sv->start <= addr && addr < sv->end)
-			goto capture;
-	}
-	err = bpf_find_vma(bpf_get_current_task_btf(), addr, vma_info_cb, &vi, 0);
+	/* a fault on the thread's own stack (it grew): anonymous, writable */
+	if (stack_end && sv.start <= addr && addr < sv.end)
+		goto capture;
+	err = bpf_find_vma(task, addr, vma_info_cb, &vi, 0);
 	if (err == -ENOENT)
-		return 0; /* no mapping there: the fault raises SIGSEGV (or grows the stack) */
+		return; /* no mapping there: the fault raises SIGSEGV (or grows the stack) */
 	if (err) {
 		/* mmap lock held by a writer (mmap, munmap in another thread): counted */
 		stat_inc(MLPROF_STAT_VMA_MISS);
-	} else if (vi.file || (vi.flags & (VM_WRITE | VM_SHARED)) != VM_WRITE) {
-		return 0;
-	} else if (!stack_end && vi.start <= sp && sp < vi.end) {
-		stack_end = vi.end;
+		goto capture;
 	}
+	nfv.start = vi.start;
+	nfv.end = vi.end;
+	nfv.counts = !vi.file && (vi.flags & (VM_WRITE | VM_SHARED)) == VM_WRITE;
+	nfv.gen = gen ? *gen : vmas_new_gen(tgid);
+	if (nfv.gen)
+		bpf_map_update_elem(&fault_vmas, &tid, &nfv, BPF_ANY);
+	if (!nfv.counts)
+		return;
+	if (!stack_end && vi.start <= sp && sp < vi.end)
+		stack_end = vi.end;
 capture:
 	stat_inc(MLPROF_STAT_MEM_SAMPLES);
-	rec = rec_begin(MLPROF_SK_MEMORY, tgid, tid, mem_sample_bytes);
+	rec = rec_begin(MLPROF_SK_MEMORY, tgid, tid, mem_sample_pages * PAGE_SIZE);
 	if (!rec)
-		return 0;
+		return;
 	rec->aux[0] = addr & PAGE_MASK;
 	/* a fault in the kernel (copy_to_user into a fresh buffer): its syscall's user stack */
-	if (!user)
+	if (!uregs)
 		rec_kstack(ctx, rec);
-	rec_submit(rec, rec_user_bounded(rec, user ? ctx_regs : NULL, stack_end), tgid);
+	rec_submit(rec, rec_user_bounded(rec, uregs, stack_end), tgid);
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(on_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	struct x86_regs uregs;
+
+	if (!(error_code & PF_WRITE) || !fault_picked(regs->sp))
+		return 0;
+	if (bpf_probe_read_kernel(&uregs, sizeof(uregs), regs))
+		return 0;
+	capture_fault(ctx, address, &uregs);
+	return 0;
+}
+
+/* A fault in the kernel on a user address: copy_to_user into memory not touched yet. */
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs,
+	     unsigned long error_code)
+{
+	if (!(error_code & PF_WRITE) || address >= USER_TOP || !fault_picked(0))
+		return 0;
+	capture_fault(ctx, address, NULL);
 	return 0;
 }
 
@@ -196,7 +268,30 @@ static __always_inline void release(__u64 start, __u64 len)
 SEC("tp/syscalls/sys_enter_munmap")
 int on_munmap(struct trace_event_raw_sys_enter *ctx)
 {
+	vmas_changed();
 	release(ctx->args[0], ctx->args[1]);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_mremap")
+int on_mremap(struct trace_event_raw_sys_enter *ctx)
+{
+	vmas_changed();
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_mprotect")
+int on_mprotect(struct trace_event_raw_sys_enter *ctx)
+{
+	vmas_changed();
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_mmap")
+int on_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	if (ctx->args[3] & MAP_FIXED)
+		vmas_changed();
 	return 0;
 }
 

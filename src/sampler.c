@@ -64,8 +64,6 @@ struct sampler {
 	int cuda_err;		   /* loading them failed (-errno): not tried again */
 	uint32_t cuda_budget;
 	struct memory_bpf *memory;   /* NULL unless memory growth is on */
-	struct bpf_link **mem_links; /* one per page-fault event (per online CPU) */
-	int nmem_links;
 	struct bpf_link **links; /* one per attached perf event */
 	int nlinks;
 	int ncpus; /* possible CPUs: per-CPU map values and scratch slots */
@@ -438,64 +436,14 @@ static int cuda_setup(struct sampler *s)
 	return err;
 }
 
-/* Fewest page faults between two runs of the memory program (see mem_steps). */
-#define MEM_MIN_STEP_PAGES 16
-/* Most steps per captured stack: the gap between captures is random in [1, 2 * steps - 1]. */
-#define MEM_MAX_STEPS 8
-
-/*
- * Splits the mean interval of pages faulted in per captured stack into the page-fault
- * event's period (*step_pages) and a random countdown of *steps overflows (pages = steps x
- * step_pages exactly): as many steps (up to MEM_MAX_STEPS, for randomness) as keep the
- * program at most one run every MEM_MIN_STEP_PAGES faults (its cost per fault), else the
- * fewest above one: runs that capture nothing learn the thread stacks that captures need.
- * One step (no randomness) only when pages has no divisor up to MEM_MAX_STEPS. pages >= 1.
- */
-static void memory_split(uint64_t pages, uint64_t *step_pages, uint32_t *steps)
-{
-	uint32_t r;
-
-	for (r = MEM_MAX_STEPS; r > 1; r--)
-		if (pages % r == 0 && pages / r >= MEM_MIN_STEP_PAGES)
-			break;
-	if (r == 1)
-		for (r = 2; r <= MEM_MAX_STEPS && pages % r; r++)
-			;
-	if (r > MEM_MAX_STEPS)
-		r = 1;
-	*steps = r;
-	*step_pages = pages / r;
-}
-
-/*
- * Opens a PERF_COUNT_SW_PAGE_FAULTS event with sample period step_pages on every online CPU
- * and attaches the memory program to it. Returns 0 or -errno (logged).
- */
-static int attach_fault_events(struct sampler *s, uint64_t step_pages)
-{
-	struct perf_event_attr attr;
-
-	s->mem_links = calloc(s->ncpus, sizeof(*s->mem_links));
-	if (!s->mem_links)
-		return -ENOMEM;
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_SOFTWARE;
-	attr.config = PERF_COUNT_SW_PAGE_FAULTS;
-	attr.sample_period = step_pages;
-	return attach_per_cpu(s, &attr, s->memory->progs.on_mem_fault, "page-faults", s->mem_links,
-			      &s->nmem_links);
-}
-
 /*
  * Loads and attaches the memory-growth object (sampled page faults, releases), maps shared.
  * Returns 0 or -errno (logged).
  */
 static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 {
-	uint64_t pages = 512 * 1024 / MEM_PAGE_BYTES, step_pages;
+	uint64_t pages = 512 * 1024 / MEM_PAGE_BYTES;
 	struct memory_bpf *o;
-	uint32_t steps;
 	int err;
 
 	o = memory_bpf__open();
@@ -510,9 +458,8 @@ static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 		pages = cfg->memory_sample_bytes >= MEM_PAGE_BYTES
 				? cfg->memory_sample_bytes / MEM_PAGE_BYTES
 				: 1;
-	memory_split(pages, &step_pages, &steps);
-	o->rodata->mem_sample_bytes = pages * MEM_PAGE_BYTES;
-	o->rodata->mem_steps = steps;
+	o->rodata->mem_sample_pages = pages;
+
 	err = share_capture(s, o, "memory");
 	if (err)
 		return err;
@@ -523,18 +470,13 @@ static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 		       strerror(-err));
 		return err;
 	}
-	/* the perf_event program is not auto-attached: only the release tracepoints are */
 	err = memory_bpf__attach(o);
 	if (err) {
-		log_bpf_failure("attaching the memory syscall tracepoints", -err);
+		log_bpf_failure("attaching the memory page-fault and syscall tracepoints", -err);
 		return err;
 	}
-	err = attach_fault_events(s, step_pages);
-	if (!err)
-		pr_debug("memory: one stack every %" PRIu64 " page faults on average (%u steps of "
-			 "%" PRIu64 ")",
-			 pages, steps, step_pages);
-	return err;
+	pr_debug("memory: one stack every %" PRIu64 " page faults on average", pages);
+	return 0;
 }
 
 struct sampler_link {
@@ -811,9 +753,6 @@ void sampler__free(struct sampler *s)
 	for (int i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
-	for (int i = 0; i < s->nmem_links; i++)
-		bpf_link__destroy(s->mem_links[i]);
-	free(s->mem_links);
 	offcpu_bpf__destroy(s->offcpu);
 	cuda_bpf__destroy(s->cuda);
 	memory_bpf__destroy(s->memory);

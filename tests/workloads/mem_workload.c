@@ -133,6 +133,32 @@ __attribute__((noinline)) void run_deep(size_t len, long pad_kib)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* Reads every page of fresh private anonymous memory: each read maps the shared zero
+ * page, which brings no memory in. */
+__attribute__((noinline)) void read_chain(size_t len)
+{
+	volatile char *p = map_anon(len);
+	long sum = 0;
+
+	for (size_t off = 0; off < len; off += (size_t)page_size)
+		sum += p[off];
+	__asm__ volatile("" ::"r"(sum) : "memory");
+}
+
+/* Writes every page of shared anonymous memory (shmem pages, not anonymous ones). */
+__attribute__((noinline)) void shared_chain(size_t len)
+{
+	volatile char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mem_workload: mmap");
+		exit(1);
+	}
+	for (size_t off = 0; off < len; off += (size_t)page_size)
+		p[off] = 1;
+	__asm__ volatile("" ::: "memory");
+}
+
 static long minflt(void)
 {
 	struct rusage ru;
@@ -171,10 +197,30 @@ int main(int argc, char **argv)
 		       kept, pages_written, minflt() - flt);
 		return 0;
 	}
+	if (argc == 4 && strcmp(argv[1], "other") == 0) {
+		/* faults that bring no anonymous memory in, around a known kept amount */
+		long mib = atol(argv[2]), keep = atol(argv[3]), flt;
+
+		if (mib < 1 || keep < 1) {
+			fprintf(stderr, "mem_workload: other MIB >= 1 KEEP_MIB >= 1\n");
+			return 2;
+		}
+		page_size = sysconf(_SC_PAGESIZE);
+		if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0)
+			perror("mem_workload: PR_SET_THP_DISABLE");
+		flt = minflt();
+		read_chain((size_t)mib * MIB);
+		shared_chain((size_t)mib * MIB);
+		run_keep((size_t)keep * MIB);
+		printf("{\"mode\":\"other\",\"kept_bytes\":%ld,\"other_bytes\":%ld,"
+		       "\"minor_faults\":%ld}\n",
+		       keep * MIB, 2 * mib * MIB, minflt() - flt);
+		return 0;
+	}
 	if (argc != 5 || (strcmp(argv[1], "hold") && strcmp(argv[1], "exit"))) {
 		fprintf(stderr,
 			"usage: %s hold|exit KEEP_MIB CHURN_MIB SECONDS | deep MIB MAX_PAD_KIB "
-			"STEP_KIB\n",
+			"STEP_KIB | other MIB KEEP_MIB\n",
 			argv[0]);
 		return 2;
 	}
