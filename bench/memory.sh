@@ -62,7 +62,7 @@ run_one() {
 		wl=$("${WL[@]}")
 		;;
 	nomem | mem*)
-		local args=(record -o "$OUT/$cfg.pb.gz") bin=$MLPROF
+		local args=(record --log-level debug -o "$OUT/$cfg.pb.gz") bin=$MLPROF
 		[ "$cfg" = nomem ] && args+=(--no-memory)
 		if [ "$cfg" = memold ]; then
 			bin=$MLPROF_OLD
@@ -70,8 +70,11 @@ run_one() {
 			args+=(--memory-sample "${cfg#mem}")
 		fi
 		wl=$("$bin" "${args[@]}" -- "${WL[@]}" 2>"$log")
-		# captured stacks: MiB brought in / KiB per capture
-		cap=$(sed -n 's/^mlprof: memory: \([0-9.]*\) MiB .*sampled every \([0-9]*\) KiB.*/\1 \2/p' \
+		# captured stacks: the BPF counter (the rate cap can take fewer than MiB / KiB)
+		cap=$(sed -n 's/.*BPF counter memory_samples: \([0-9]*\).*/\1/p' "$log")
+		# (a binary without that counter: MiB brought in / KiB per capture)
+		[ -n "$cap" ] || cap=$(sed -n \
+			's/^mlprof: memory: \([0-9.]*\) MiB .*sampled every \([0-9]*\) KiB.*/\1 \2/p' \
 			"$log" | awk '{printf "%d", $1 * 1024 / $2 + 0.5}')
 		cap=${cap:-0}
 		rm -f "$OUT/$cfg".*pb.gz "$OUT/$cfg".*html
@@ -122,7 +125,7 @@ names = {"base": "baseline", "nomem": "mlprof record --no-memory",
          "memold": "MLPROF_OLD record (memory on, 512 KiB)",
          "perf": "perf record -e exceptions:page_fault_user -g"}
 for c in configs:
-    if c.startswith("mem") and c != "mem":
+    if c.startswith("mem") and c not in ("mem", "memold"):
         names[c] = "mlprof record --memory-sample %s" % c[3:]
 b = med(col("base", 0))
 print("| metric | " + " | ".join(names[c] for c in configs) + " |")
@@ -136,6 +139,17 @@ row("slowdown, median of per-repetition ratios", lambda c: "%.3f" % med(
     [x / y for x, y in zip(col(c, 0), col("base", 0))]))
 row("wall time min-max (s)", lambda c: "%.2f-%.2f" % (min(col(c, 0)), max(col(c, 0))))
 bc = med(col("base", 1))
+if "nomem" in configs:
+    n = med(col("nomem", 0))
+    nc = med(col("nomem", 1))
+    # paired: each repetition's ratio to the --no-memory run of the same repetition (the
+    # machine's speed drifts between repetitions more than the effect being measured)
+    pair = lambda c, i: [x / y for x, y in zip(col(c, i), col("nomem", i))]
+    row("**workload CPU vs --no-memory** (memory on vs off: the budget; median of "
+        "per-repetition ratios)", lambda c: "-" if c in ("base", "nomem", "perf") else
+        "%+.1f%%" % ((med(pair(c, 1)) - 1) * 100))
+    row("wall time vs --no-memory (median of per-repetition ratios)", lambda c: "-" if c in (
+        "base", "nomem", "perf") else "%+.1f%%" % ((med(pair(c, 0)) - 1) * 100))
 row("workload CPU, user+sys (median, s)", lambda c: "%.3f" % med(col(c, 1)))
 row("workload CPU vs baseline", lambda c: "%.3f (%+.1f%%)" % (med(col(c, 1)) / bc,
                                                               (med(col(c, 1)) / bc - 1) * 100))
@@ -183,7 +197,7 @@ progs = json.loads(sys.argv[3] or "[]")
 for p in progs:
     n = p.get("name", "")
     mine = p.get("loaded_at", 0) >= t0  # loaded by this run (bpftool 7.1 shows no pids)
-    if mine and n in ("on_page_fault", "on_mem_fault", "on_munmap", "on_madvise", "on_brk") and p.get("run_cnt"):
+    if mine and n in ("on_fault_user", "on_fault_kernel", "on_munmap", "on_madvise", "on_brk", "on_mmap", "on_mprotect", "on_mremap") and p.get("run_cnt"):
         print("%s %s: %d runs (%.4f per page fault of the workload, %d faults), %.0f ns per run, %.1f ns per fault" % (
             name, n, p["run_cnt"], p["run_cnt"] / faults if faults else 0, faults,
             p["run_time_ns"] / p["run_cnt"], p["run_time_ns"] / faults if faults else 0))

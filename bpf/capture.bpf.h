@@ -270,6 +270,7 @@ static __always_inline long stack_vma_get(struct task_struct *task, __u64 sp, bo
 	}
 	if (!lookup)
 		return -11; /* EAGAIN */
+	stat_inc(MLPROF_STAT_VMA_LOOKUPS);
 	err = bpf_find_vma(task, sp, vma_info_cb, &vi, 0);
 	if (err)
 		return err;

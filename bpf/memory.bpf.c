@@ -34,13 +34,24 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define MAP_FIXED     0x10
 #define PF_WRITE      0x2		     /* arch/x86/include/asm/trap_pf.h: X86_PF_WRITE */
 #define USER_TOP      0x00007ffffffff000ULL /* x86-64 TASK_SIZE_MAX with 4-level paging */
-/* Write faults between two looks at the faulting thread's stack VMA (see stack_vmas). */
-#define LEARN_EVERY   16
 
 /* Mean pages faulted in per captured stack (>= 1): each capture weighs that many bytes. */
 const volatile __u64 mem_sample_pages = 512 * 1024 / PAGE_SIZE;
 
-/* Per CPU: write faults left until the next captured one, and the draws' state. */
+/*
+ * Captures per CPU per 100 ms window before the picked faults are sampled again and
+ * weighted (rate_sample): the capture cost is bounded whatever the fault rate.
+ */
+const volatile __u32 mem_budget = 50;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rate_state);
+} mem_rate SEC(".maps");
+
+/* Per CPU: write faults left until the next picked one, and the draws' state. */
 struct fault_countdown {
 	__s64 left;
 	struct rate_state rs; /* only its rng */
@@ -152,7 +163,8 @@ static __always_inline bool fault_picked(__u64 user_sp)
 	if (fc->left <= 0)
 		fc->left = next_gap(fc);
 	if (--fc->left) {
-		if (user_sp && fc->left % LEARN_EVERY == 0)
+		/* the fault before a pick: most often the same thread's */
+		if (fc->left == 1 && user_sp)
 			learn_stack(user_sp);
 		return false;
 	}
@@ -174,9 +186,14 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 	struct stack_vma sv = {};
 	struct vma_info vi = {};
 	struct mlprof_sample *rec;
+	__u32 weight;
 	long err;
 
 	if (!tgid || !pid_wanted(tgid))
+		return;
+	/* before the VMA check: a pick that is not taken costs no lookup */
+	weight = rate_sample(&mem_rate, mem_budget, coarse_now_ns(), MLPROF_STAT_MEM_CAPPED);
+	if (!weight)
 		return;
 	if (uregs && !stack_vma_get(task, sp, false, &sv))
 		stack_end = sv.end;
@@ -192,6 +209,7 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 	/* a fault on the thread's own stack (it grew): anonymous, writable */
 	if (stack_end && sv.start <= addr && addr < sv.end)
 		goto capture;
+	stat_inc(MLPROF_STAT_VMA_LOOKUPS);
 	err = bpf_find_vma(task, addr, vma_info_cb, &vi, 0);
 	if (err == -ENOENT)
 		return; /* no mapping there: the fault raises SIGSEGV (or grows the stack) */
@@ -212,7 +230,8 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 		stack_end = vi.end;
 capture:
 	stat_inc(MLPROF_STAT_MEM_SAMPLES);
-	rec = rec_begin(MLPROF_SK_MEMORY, tgid, tid, mem_sample_pages * PAGE_SIZE);
+	rec = rec_begin(MLPROF_SK_MEMORY, tgid, tid,
+			mem_sample_pages * PAGE_SIZE * weight / WEIGHT_ONE);
 	if (!rec)
 		return;
 	rec->aux[0] = addr & PAGE_MASK;

@@ -116,6 +116,10 @@ static const struct opt opts[] = {
 	       0),
 	O_UINT("memory-sample", memory_sample_kib, "512", "KIB",
 	       "mean KiB of faulted-in memory per captured stack", 0, 4, 1048576),
+	O_UINT("memory-rate", memory_rate, "200", "N",
+	       "memory-growth stack captures per CPU per second; above it the sampled faults are "
+	       "sampled again and weighted",
+	       0, 10, 1000000),
 	O_BOOL("python", python, "true",
 	       "read Python frames of CPython 3.10-3.14 processes (interleaved with native frames)",
 	       0),

@@ -31,6 +31,7 @@ struct agent_config {
 	bool offcpu;	   /* off-CPU profile */
 	char *cuda;	   /* CUDA/NCCL families: all, none or a list */
 	unsigned int cuda_rate;
+	unsigned int memory_rate; /* memory-growth captures per CPU per second */
 	bool memory; /* memory-growth profile */
 	unsigned int memory_sample_kib;
 	unsigned int offcpu_min_us;

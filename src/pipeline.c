@@ -787,6 +787,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	scfg.cuda_budget = cfg->cuda_budget;
 	scfg.memory = cfg->memory;
 	scfg.memory_sample_bytes = cfg->memory_sample_bytes;
+	scfg.memory_budget = cfg->memory_budget;
 	pl->sampler = sampler__new(&scfg, on_event, pl);
 	if (!pl->sampler) {
 		err = -errno;

@@ -56,6 +56,7 @@ struct pipeline_config {
 	uint32_t cuda_budget;	      /* CUDA stack captures per CPU per 100 ms (0 = 50) */
 	bool memory;		      /* memory growth (MLPROF_SK_MEMORY) */
 	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack (0 = 512 KiB) */
+	uint32_t memory_budget;	      /* memory stack captures per CPU per 100 ms (0 = 50) */
 };
 
 /* What the sink learns about a sample besides its frames. */

@@ -15,10 +15,14 @@
 #include "log.h"
 
 /* Pyroscope's ingestion limits (distributor validation). */
-#define LIMIT_PROFILE_BYTES (4u << 20)
-#define LIMIT_SAMPLES	    16000
 /* Largest decompressed pprof looked at. */
-#define MAX_INFLATE (64u << 20)
+/* 16000 samples need well over 64 KiB of encoded pprof: the fast path's bound */
+static const struct pprof_limits pyroscope_limits = {
+	.max_bytes = 4u << 20,
+	.max_samples = 16000,
+	.fast_path_bytes = 64 * 1024,
+	.max_inflate = 64u << 20,
+};
 
 static int cmp_weight(const void *a, const void *b)
 {
@@ -168,6 +172,13 @@ static int trim_view(Perftools__Profiles__Profile *pp, const Perftools__Profiles
 /* See pprof_limits.h: 4 MiB decompressed, 16000 samples. */
 int pprof_limits__fit(const uint8_t *pprof, size_t len, uint8_t **out, size_t *out_len)
 {
+	return pprof_limits__fit_to(&pyroscope_limits, pprof, len, out, out_len);
+}
+
+/* See pprof_limits.h. */
+int pprof_limits__fit_to(const struct pprof_limits *lim, const uint8_t *pprof, size_t len,
+			 uint8_t **out, size_t *out_len)
+{
 	Perftools__Profiles__Profile *orig = NULL, view;
 	struct trim_mem m = {.samples = NULL};
 	uint8_t *raw = NULL, *packed = NULL;
@@ -176,37 +187,36 @@ int pprof_limits__fit(const uint8_t *pprof, size_t len, uint8_t **out, size_t *o
 
 	*out = NULL;
 	if (gzip__is_gzip(pprof, len)) {
-		err = gzip__decompress(pprof, len, MAX_INFLATE, &raw, &raw_len);
+		err = gzip__decompress(pprof, len, lim->max_inflate, &raw, &raw_len);
 		if (err)
 			return err;
 	}
-	/* 16000 samples need well over 64 KiB of encoded pprof: fast path */
-	if (raw_len < 64 * 1024)
+	if (raw_len < lim->fast_path_bytes)
 		goto cleanup;
 	orig = perftools__profiles__profile__unpack(NULL, raw_len, raw ? raw : pprof);
 	if (!orig) {
 		err = -EBADMSG;
 		goto cleanup;
 	}
-	if (raw_len <= LIMIT_PROFILE_BYTES && orig->n_sample <= LIMIT_SAMPLES)
+	if (raw_len <= lim->max_bytes && orig->n_sample <= lim->max_samples)
 		goto cleanup;
 	if (orig->n_sample < 2) {
 		err = -E2BIG;
 		goto cleanup;
 	}
 	qsort(orig->sample, orig->n_sample, sizeof(*orig->sample), cmp_weight);
-	keep = orig->n_sample <= LIMIT_SAMPLES ? orig->n_sample - 1 : LIMIT_SAMPLES - 1;
+	keep = orig->n_sample <= lim->max_samples ? orig->n_sample - 1 : lim->max_samples - 1;
 	for (round = 0; round < 16 && keep > 0; round++) {
 		trim_mem_free(&m);
 		err = trim_view(&view, orig, keep, &m);
 		if (err)
 			goto cleanup;
 		plen = perftools__profiles__profile__get_packed_size(&view);
-		if (plen <= LIMIT_PROFILE_BYTES)
+		if (plen <= lim->max_bytes)
 			break;
 		keep /= 2;
 	}
-	if (plen > LIMIT_PROFILE_BYTES || !m.samples) {
+	if (plen > lim->max_bytes || !m.samples) {
 		err = -E2BIG;
 		goto cleanup;
 	}

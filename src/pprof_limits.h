@@ -16,4 +16,16 @@
  */
 int pprof_limits__fit(const uint8_t *pprof, size_t len, uint8_t **out, size_t *out_len);
 
+/* Limits for pprof_limits__fit_to; pprof_limits__fit uses Pyroscope's. */
+struct pprof_limits {
+	size_t max_bytes;	/* decompressed profile size (Pyroscope: 4 MiB) */
+	size_t max_samples;	/* samples (Pyroscope: 16000) */
+	size_t fast_path_bytes; /* smaller profiles fit without decoding (64 KiB) */
+	size_t max_inflate;	/* a gzipped profile that inflates past this is refused */
+};
+
+/* pprof_limits__fit with other limits (the fuzz target's are small, to run fast). */
+int pprof_limits__fit_to(const struct pprof_limits *lim, const uint8_t *pprof, size_t len,
+			 uint8_t **out, size_t *out_len);
+
 #endif

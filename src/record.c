@@ -54,6 +54,7 @@ struct record_opts {
 	unsigned long offcpu_rate; /* off-CPU stack captures per CPU per second */
 	struct cuda_config cuda;   /* CUDA/NCCL probe families (default: all) */
 	unsigned long cuda_rate;   /* CUDA stack captures per CPU per second */
+	unsigned long memory_rate; /* memory-growth stack captures per CPU per second */
 	bool memory;		   /* memory-growth profile (default on) */
 	unsigned long memory_sample_kib;
 	bool quiet;
@@ -128,6 +129,9 @@ static void usage(FILE *f)
 		"                           what is still in use at the end: NAME.memory.EXT)\n"
 		"      --memory-sample KIB  mean KiB of faulted-in memory per captured stack\n"
 		"                           (default 512)\n"
+		"      --memory-rate N      memory-growth stack captures per CPU per second\n"
+		"                           (default 1000); above it the sampled faults are\n"
+		"                           sampled again and weighted (bytes stay unbiased)\n"
 		"      --cuda-rate N        CUDA/NCCL stack captures per CPU per second (default\n"
 		"                           500); above it calls are sampled and weighted (counts\n"
 		"                           stay exact); allocations are always captured\n"
@@ -229,6 +233,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		OPT_CUDA_RATE,
 		OPT_NO_MEMORY,
 		OPT_MEMORY_SAMPLE,
+		OPT_MEMORY_RATE,
 		OPT_TITLE,
 		OPT_LOG
 	};
@@ -251,6 +256,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{"cuda-rate", required_argument, NULL, OPT_CUDA_RATE},
 		{"no-memory", no_argument, NULL, OPT_NO_MEMORY},
 		{"memory-sample", required_argument, NULL, OPT_MEMORY_SAMPLE},
+		{"memory-rate", required_argument, NULL, OPT_MEMORY_RATE},
 		{"title", required_argument, NULL, OPT_TITLE},
 		{"quiet", no_argument, NULL, 'q'},
 		{"log-level", required_argument, NULL, OPT_LOG},
@@ -271,6 +277,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	o->offcpu_rate = 500;
 	o->cuda = (struct cuda_config){true, true, true, true, true};
 	o->cuda_rate = 500;
+	o->memory_rate = 1000;
 	o->memory = true;
 	o->memory_sample_kib = 512;
 	opterr = 0;
@@ -342,6 +349,12 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		case OPT_MEMORY_SAMPLE:
 			if (parse_uint(optarg, 4, 1048576, &o->memory_sample_kib))
 				usage_error("invalid --memory-sample '%s' (4..1048576 KiB)",
+					    optarg);
+			break;
+		case OPT_MEMORY_RATE:
+			if (parse_uint(optarg, 10, 1000000, &o->memory_rate))
+				usage_error("invalid --memory-rate '%s' (10..1000000 per CPU per "
+					    "second)",
 					    optarg);
 			break;
 		case OPT_CUDA_RATE:
@@ -790,6 +803,7 @@ int record__main(int argc, char **argv)
 	plc.cuda = o.cuda;
 	plc.cuda_on = cuda__any(&o.cuda);
 	plc.cuda_budget = (uint32_t)(o.cuda_rate / 10);
+	plc.memory_budget = (uint32_t)(o.memory_rate / 10);
 	plc.memory = o.memory;
 	plc.memory_sample_bytes = (uint64_t)o.memory_sample_kib * 1024;
 	pl = pipeline__new(&plc, record_sink, &st);

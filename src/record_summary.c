@@ -9,8 +9,11 @@
 #include <string.h>
 
 #include "event_kind.h"
+#define LOG_MODULE "record"
+#include "log.h"
 #include "pipeline.h"
 #include "profile.h"
+#include "sampler.h"
 #include "unwind.h"
 
 struct leaf_count {
@@ -255,6 +258,10 @@ void record_summary__print(const struct record_summary *rs)
 	uint64_t complete, drops;
 
 	pipeline__stats(pl, &ps);
+	for (int i = 0; i < MLPROF_STAT__COUNT; i++)
+		if (ps.bpf[i])
+			pr_debug("BPF counter %s: %llu", sampler__stat_name((enum mlprof_bpf_stat)i),
+				 (unsigned long long)ps.bpf[i]);
 	drops = ps.bpf[MLPROF_STAT_RB_FULL];
 	complete = ps.unwind_ends[UNWIND_END_COMPLETE];
 	fprintf(stderr, "mlprof: %lld samples in %.1f s at %u Hz", (long long)total, rs->secs,

@@ -133,6 +133,10 @@ const char *sampler__stat_name(enum mlprof_bpf_stat stat)
 		return "memory_events_lost";
 	case MLPROF_STAT_CUDA_RT_NESTED:
 		return "cuda_runtime_nested_launches";
+	case MLPROF_STAT_VMA_LOOKUPS:
+		return "vma_lookups";
+	case MLPROF_STAT_MEM_CAPPED:
+		return "memory_rate_capped";
 	case MLPROF_STAT__COUNT:
 		break;
 	}
@@ -459,6 +463,8 @@ static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 				? cfg->memory_sample_bytes / MEM_PAGE_BYTES
 				: 1;
 	o->rodata->mem_sample_pages = pages;
+	if (cfg->memory_budget)
+		o->rodata->mem_budget = cfg->memory_budget;
 
 	err = share_capture(s, o, "memory");
 	if (err)

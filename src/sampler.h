@@ -30,6 +30,7 @@ struct sampler_config {
 	uint32_t cuda_budget;	/* CUDA stack captures per CPU per 100 ms (sampling) */
 	bool memory;		/* memory growth: anonymous write faults, releases */
 	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack */
+	uint32_t memory_budget;	      /* memory stack captures per CPU per 100 ms (sampling) */
 };
 
 struct sampler_link;

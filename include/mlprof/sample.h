@@ -193,6 +193,8 @@ enum mlprof_bpf_stat {
 	MLPROF_STAT_MEM_SAMPLES,     /* memory-growth stacks captured */
 	MLPROF_STAT_MEM_LOST,	     /* memory release events lost to a full ring buffer */
 	MLPROF_STAT_CUDA_RT_NESTED,  /* driver launches made by a runtime launch (not counted) */
+	MLPROF_STAT_VMA_LOOKUPS,     /* bpf_find_vma calls by captures (stack, fault address) */
+	MLPROF_STAT_MEM_CAPPED,	     /* memory stacks not captured: per-CPU rate cap reached */
 	MLPROF_STAT__COUNT,
 };
 

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * libFuzzer target: fitting a pprof to Pyroscope's limits (src/pprof_limits.c): gzip
- * inflation, protobuf decoding and the trim. Profiles under 64 KiB take a fast path, so
- * the first input byte picks what the target does with the rest, P:
+ * libFuzzer target: fitting a pprof to limits (src/pprof_limits.c): gzip inflation,
+ * protobuf decoding and the trim. The limits are parameters of the same code; the target
+ * uses small ones (16 samples, 4 KiB, fast path under 256 bytes, 1 MiB inflated) so that
+ * every input that reaches the trim costs microseconds, not the milliseconds of 16001
+ * samples (Pyroscope's limits are tested in unit.exporter). Profiles under the fast-path
+ * size are not decoded, so the first input byte picks what the target does with the
+ * rest, P:
  *   0: P as is (gzip or raw pprof);
- *   1: P followed by an unknown field padding it past 64 KiB (decoded, fits: no trim);
+ *   1: P followed by an unknown field padding it past the fast path (decoded; it fits
+ *      unless P is large);
  *   2: byte 2 is n; the last n bytes of P are a Sample message body: the rest of P
- *      followed by 16001 copies of that Sample, past the 16000-sample limit, so that the
- *      trim runs on the fuzzer's samples.
+ *      followed by 17 copies of that Sample, past the 16-sample limit, so that the trim
+ *      runs on the fuzzer's samples.
  * A trimmed result must itself decode and fit the limits.
  */
 #include <stdint.h>
@@ -19,8 +24,15 @@
 #include "pprof_limits.h"
 #include "profile.pb-c.h"
 
-#define PAD_BYTES  (64 * 1024)
-#define N_COPIES   16001
+static const struct pprof_limits limits = {
+	.max_bytes = 4096,
+	.max_samples = 16,
+	.fast_path_bytes = 256,
+	.max_inflate = 1u << 20,
+};
+
+#define PAD_BYTES  256 /* == limits.fast_path_bytes */
+#define N_COPIES   17  /* limits.max_samples + 1 */
 #define MAX_SAMPLE 127 /* one-byte length prefix */
 
 static uint8_t *build(const uint8_t *data, size_t size, size_t *out_len)
@@ -47,8 +59,8 @@ static uint8_t *build(const uint8_t *data, size_t size, size_t *out_len)
 	len = size - n;
 	memcpy(buf, data, len);
 	if (mode == 1) {
-		/* field 1000, wire type 2, length PAD_BYTES (varint 0x80 0x80 0x04) */
-		static const uint8_t tag[] = {0xc2, 0x3e, 0x80, 0x80, 0x04};
+		/* field 1000, wire type 2, length PAD_BYTES (varint 0x80 0x02) */
+		static const uint8_t tag[] = {0xc2, 0x3e, 0x80, 0x02};
 
 		memcpy(buf + len, tag, sizeof(tag));
 		memset(buf + len + sizeof(tag), 'x', PAD_BYTES);
@@ -86,12 +98,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!in)
 			return 0;
 	}
-	err = pprof_limits__fit(in, in_len, &out, &out_len);
+	err = pprof_limits__fit_to(&limits, in, in_len, &out, &out_len);
 	if (err == 0 && out) {
-		if (gzip__decompress(out, out_len, 64u << 20, &raw, &raw_len))
+		if (gzip__decompress(out, out_len, limits.max_inflate, &raw, &raw_len))
 			__builtin_trap();
 		p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
-		if (!p || raw_len > (4u << 20) || p->n_sample > 16000)
+		if (!p || raw_len > limits.max_bytes || p->n_sample > limits.max_samples)
 			__builtin_trap();
 		perftools__profiles__profile__free_unpacked(p, NULL);
 	}

@@ -310,10 +310,11 @@ class RecordMemory(unittest.TestCase):
                         report)
 
     def test_4_memory_sample_option(self):
-        """--memory-sample 64: eight times the captures, weights of 64 KiB, tighter."""
+        """--memory-sample 64: eight times the captures, weights of 64 KiB, tighter (the
+        per-CPU capture rate cap lifted: 3072 captures/s here)."""
         d = tmpdir()
         pb = os.path.join(d, "s64.pb.gz")
-        cp, out = record(["--memory-sample", "64", "-o", pb],
+        cp, out = record(["--memory-sample", "64", "--memory-rate", "1000000", "-o", pb],
                          [WORKLOAD, "exit", "64", "128", "1"])
         js = out[0]
         s = summary(cp.stderr)
@@ -334,6 +335,31 @@ class RecordMemory(unittest.TestCase):
                      ["true"], check=False)[0]
         self.assertEqual(bad.returncode, 2, bad.stderr)
         self.assertIn("--memory-sample", bad.stderr)
+
+    def test_4b_memory_rate_cap(self):
+        """--memory-rate 50: about 384 picks/s come down to at most 50 captures per CPU per
+        second (bursts: a little more), weighted so that the bytes stay unbiased."""
+        d = tmpdir()
+        pb = os.path.join(d, "r50.pb.gz")
+        cp, out = record(["--memory-rate", "50", "--log-level", "debug", "-o", pb],
+                         [WORKLOAD, "exit", "128", "256", "2"])
+        js = out[0]
+        m = re.search(r"BPF counter memory_samples: (\d+)", cp.stderr)
+        self.assertIsNotNone(m, cp.stderr)
+        captures = int(m.group(1))
+        st = mem_stacks(os.path.join(d, "r50.memory.pb.gz"), PROC)
+        alloc = sum(s[1] for s in st)
+        inuse = sum(s[2] for s in st)
+        want = js["kept_bytes"] + js["churned_bytes"]
+        report = "%d captures; brought in %.1f MiB of %.1f, in use %.1f of %.1f\n%s" % (
+            captures, mib(alloc), mib(want), mib(inuse), mib(js["kept_bytes"]), top(st, 1))
+        print("\n" + report)
+        # uncapped: 768 captures; capped: ~50/s on the workload's CPU over ~2.5 s
+        self.assertLess(captures, 300, report)
+        self.assertGreater(captures, 40, report)
+        # ~100-150 weighted captures: relative standard deviation ~10%
+        self.assertLess(abs(alloc - want) / want, 0.35, report)
+        self.assertLess(abs(inuse - js["kept_bytes"]) / js["kept_bytes"], 0.5, report)
 
     def test_5_no_memory(self):
         d = tmpdir()
