@@ -14,15 +14,50 @@
 #define LOG_MODULE "exporter"
 #include "log.h"
 
-/* Pyroscope's ingestion limits (distributor validation). */
-/* Largest decompressed pprof looked at. */
-/* 16000 samples need well over 64 KiB of encoded pprof: the fast path's bound */
+/*
+ * Pyroscope's ingestion limits (distributor validation). 16000 samples need well over
+ * 64 KiB of encoded pprof: the fast path's bound.
+ */
 static const struct pprof_limits pyroscope_limits = {
 	.max_bytes = 4u << 20,
 	.max_samples = 16000,
 	.fast_path_bytes = 64 * 1024,
 	.max_inflate = 64u << 20,
 };
+
+/*
+ * Drops the fields unknown to profile.proto from m and every message under it (freeing
+ * them as protobuf-c's unpack allocated them). A trimmed profile is packed again, and
+ * protobuf-c keeps and re-emits unknown fields as read, even ones it cannot read back
+ * (field number 0 written as a two-byte varint: found by fuzz_pprof_limits).
+ */
+static void strip_unknown(ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+
+	for (unsigned i = 0; i < m->n_unknown_fields; i++)
+		free(m->unknown_fields[i].data);
+	free(m->unknown_fields);
+	m->unknown_fields = NULL;
+	m->n_unknown_fields = 0;
+	for (unsigned i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		char *at = (char *)m + f->offset;
+
+		if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+			continue;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			size_t n = *(size_t *)((char *)m + f->quantifier_offset);
+			ProtobufCMessage **v = *(ProtobufCMessage ***)at;
+
+			for (size_t j = 0; j < n; j++)
+				if (v[j])
+					strip_unknown(v[j]);
+		} else if (*(ProtobufCMessage **)at) {
+			strip_unknown(*(ProtobufCMessage **)at);
+		}
+	}
+}
 
 static int cmp_weight(const void *a, const void *b)
 {
@@ -204,6 +239,7 @@ int pprof_limits__fit_to(const struct pprof_limits *lim, const uint8_t *pprof, s
 		err = -E2BIG;
 		goto cleanup;
 	}
+	strip_unknown(&orig->base);
 	qsort(orig->sample, orig->n_sample, sizeof(*orig->sample), cmp_weight);
 	keep = orig->n_sample <= lim->max_samples ? orig->n_sample - 1 : lim->max_samples - 1;
 	for (round = 0; round < 16 && keep > 0; round++) {

@@ -34,6 +34,12 @@
 #define RETIRED_MAX 32
 /* Largest [vdso] image we copy out of a process. */
 #define VDSO_MAX (256 * 1024)
+/*
+ * Distinct [vdso] images kept, shared by content: every process of a kernel maps the same
+ * one (a second shows up with 32-bit processes or after a checkpoint/restore), so one
+ * symbol table serves them all instead of one per process.
+ */
+#define VDSO_SHARED 4
 
 enum elf_state { ELF_UNTRIED = 0, ELF_OK, ELF_FAILED };
 
@@ -82,6 +88,12 @@ struct proc_cache {
 	size_t ngrave;
 	struct elf_entry **elfs;
 	size_t nelfs;
+	struct {
+		uint8_t *bytes;
+		size_t len;
+		struct elf_file *ef; /* one reference held here */
+	} vdsos[VDSO_SHARED];
+	size_t nvdsos;
 	uint64_t tick;
 	uint64_t gen;
 	struct proc_cache_stats stats;
@@ -563,6 +575,10 @@ void proc_cache__free(struct proc_cache *pc)
 	}
 	while (pc->nelfs)
 		elf_entry_remove(pc, pc->nelfs - 1);
+	for (size_t i = 0; i < pc->nvdsos; i++) {
+		elf_file__put(pc->vdsos[i].ef);
+		free(pc->vdsos[i].bytes);
+	}
 	free(pc->elfs);
 	free(pc->buckets);
 	free(pc);
@@ -804,10 +820,25 @@ static struct elf_file *load_vdso(struct proc_cache *pc, struct proc_entry *e,
 		if (fd >= 0)
 			close(fd);
 	}
-	if (n == (ssize_t)len)
-		ef = elf_file__open_mem(buf, len, "[vdso]");
-	else
+	if (n != (ssize_t)len) {
 		pr_debug("cannot read [vdso] of %d: %s", (int)e->p.pid, strerror(errno));
+		free(buf);
+		return NULL;
+	}
+	/* the same bytes as a vdso seen before: its ELF (and symbols) is shared */
+	for (size_t i = 0; i < pc->nvdsos; i++)
+		if (pc->vdsos[i].len == len && memcmp(pc->vdsos[i].bytes, buf, len) == 0) {
+			free(buf);
+			return elf_file__get(pc->vdsos[i].ef);
+		}
+	ef = elf_file__open_mem(buf, len, "[vdso]");
+	if (ef && pc->nvdsos < VDSO_SHARED) {
+		pc->vdsos[pc->nvdsos].bytes = buf;
+		pc->vdsos[pc->nvdsos].len = len;
+		pc->vdsos[pc->nvdsos].ef = elf_file__get(ef);
+		pc->nvdsos++;
+		buf = NULL;
+	}
 	free(buf);
 	return ef;
 }

@@ -345,6 +345,48 @@ cleanup:
 	proc_cache__free(pc);
 }
 
+static const struct proc_map *vdso_map(struct proc *p)
+{
+	for (size_t i = 0; i < p->n_maps; i++)
+		if (strcmp(p->maps[i].path, "[vdso]") == 0)
+			return &p->maps[i];
+	return NULL;
+}
+
+/* Two processes map the same [vdso]: one ELF (one symbol table) serves both. */
+static void test_vdso_shared(void)
+{
+	struct proc_cache_config cfg = {.max_procs = 16};
+	struct proc_cache *pc = proc_cache__new(&cfg);
+	const struct proc_map *ma, *mb;
+	struct elf_file *a = NULL, *b = NULL;
+	struct proc *pa, *pb;
+	pid_t child;
+
+	CHECK(pc != NULL, "proc_cache__new");
+	child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(child > 0, "fork");
+	pa = proc_cache__get(pc, getpid());
+	pb = proc_cache__get(pc, child);
+	CHECK(pa && pb, "proc_cache__get");
+	ma = pa ? vdso_map(pa) : NULL;
+	mb = pb ? vdso_map(pb) : NULL;
+	CHECK(ma && mb, "no [vdso] mapping");
+	if (ma && mb) {
+		a = proc_cache__map_elf(pc, pa, ma);
+		b = proc_cache__map_elf(pc, pb, mb);
+	}
+	CHECK(a != NULL, "cannot load this process's [vdso]");
+	CHECK(a == b, "the child's [vdso] is another ELF: its symbols would be read again");
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	proc_cache__free(pc);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -356,6 +398,7 @@ int main(void)
 	}
 	test_fake_maps();
 	test_real_processes();
+	test_vdso_shared();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cannot remove %s\n", tmpdir);
