@@ -68,8 +68,10 @@ struct {
  * The VMA of a fault address as last classified for a thread (tid -> range, its mm, the
  * process's vma generation then, and whether faults there count), so that captures in the
  * same mapping skip bpf_find_vma (see stack_vmas in capture.bpf.h for its cost). Valid
- * while the process's generation (vma_gens) is unchanged: munmap, mremap, mprotect and
- * mmap(MAP_FIXED) change it; a plain mmap cannot overlap a mapping already classified.
+ * while the process's generation (vma_gens) is unchanged: it changes when a munmap,
+ * mremap, mprotect, mmap(MAP_FIXED) or shrinking brk returns (a plain mmap cannot overlap
+ * a mapping already classified). The generation is read before the lookup and changes
+ * after the mappings did, so a lookup that raced with a change is never trusted after it.
  */
 struct fault_vma {
 	__u64 start, end, mm;
@@ -119,13 +121,38 @@ static __always_inline __u32 vmas_new_gen(__u32 tgid)
 	return gen;
 }
 
-/* The current process's mappings changed (a syscall that may unmap, move or reprotect). */
-static __always_inline void vmas_changed(void)
-{
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+/*
+ * Threads inside a syscall that changes their process's mappings (tid -> 1, set on entry,
+ * taken on exit). LRU: a thread killed inside the syscall leaves an entry behind.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} vma_pending SEC(".maps");
 
-	if (tgid && bpf_map_lookup_elem(&vma_gens, &tgid) && pid_wanted(tgid))
-		vmas_new_gen(tgid);
+/* On entry to a syscall that may unmap, move or reprotect the current process's mappings. */
+static __always_inline void vmas_change_begins(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	__u8 one = 1;
+
+	if ((id >> 32) && pid_wanted(id >> 32))
+		bpf_map_update_elem(&vma_pending, &tid, &one, BPF_ANY);
+}
+
+/* On exit from such a syscall: the mappings changed, the classifications made before go. */
+static __always_inline void vmas_change_ends(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+
+	if (!bpf_map_lookup_elem(&vma_pending, &tid))
+		return;
+	bpf_map_delete_elem(&vma_pending, &tid);
+	vmas_new_gen(id >> 32);
 }
 
 /* A random gap in write faults, uniform in [1, 2 * mem_sample_pages - 1]: mean mem_sample_pages. */
@@ -200,7 +227,9 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 	nfv.mm = (__u64)task->mm;
 	fv = bpf_map_lookup_elem(&fault_vmas, &tid);
 	gen = bpf_map_lookup_elem(&vma_gens, &tgid);
-	if (fv && gen && fv->gen == *gen && fv->mm == nfv.mm && fv->start <= addr &&
+	/* read before the lookup below (see fault_vma) */
+	nfv.gen = gen ? *gen : 0;
+	if (fv && nfv.gen && fv->gen == nfv.gen && fv->mm == nfv.mm && fv->start <= addr &&
 	    addr < fv->end) {
 		if (!fv->counts)
 			return;
@@ -209,6 +238,8 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 	/* a fault on the thread's own stack (it grew): anonymous, writable */
 	if (stack_end && sv.start <= addr && addr < sv.end)
 		goto capture;
+	if (!nfv.gen)
+		nfv.gen = vmas_new_gen(tgid);
 	stat_inc(MLPROF_STAT_VMA_LOOKUPS);
 	err = bpf_find_vma(task, addr, vma_info_cb, &vi, 0);
 	if (err == -ENOENT)
@@ -221,7 +252,6 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 	nfv.start = vi.start;
 	nfv.end = vi.end;
 	nfv.counts = !vi.file && (vi.flags & (VM_WRITE | VM_SHARED)) == VM_WRITE;
-	nfv.gen = gen ? *gen : vmas_new_gen(tgid);
 	if (nfv.gen)
 		bpf_map_update_elem(&fault_vmas, &tid, &nfv, BPF_ANY);
 	if (!nfv.counts)
@@ -287,7 +317,7 @@ static __always_inline void release(__u64 start, __u64 len)
 SEC("tp/syscalls/sys_enter_munmap")
 int on_munmap(struct trace_event_raw_sys_enter *ctx)
 {
-	vmas_changed();
+	vmas_change_begins();
 	release(ctx->args[0], ctx->args[1]);
 	return 0;
 }
@@ -295,14 +325,14 @@ int on_munmap(struct trace_event_raw_sys_enter *ctx)
 SEC("tp/syscalls/sys_enter_mremap")
 int on_mremap(struct trace_event_raw_sys_enter *ctx)
 {
-	vmas_changed();
+	vmas_change_begins();
 	return 0;
 }
 
 SEC("tp/syscalls/sys_enter_mprotect")
 int on_mprotect(struct trace_event_raw_sys_enter *ctx)
 {
-	vmas_changed();
+	vmas_change_begins();
 	return 0;
 }
 
@@ -310,7 +340,43 @@ SEC("tp/syscalls/sys_enter_mmap")
 int on_mmap(struct trace_event_raw_sys_enter *ctx)
 {
 	if (ctx->args[3] & MAP_FIXED)
-		vmas_changed();
+		vmas_change_begins();
+	return 0;
+}
+
+/* The exits of the syscalls above and of brk (on_brk marks a shrinking one). */
+SEC("tp/syscalls/sys_exit_munmap")
+int on_munmap_exit(void *ctx)
+{
+	vmas_change_ends();
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_mremap")
+int on_mremap_exit(void *ctx)
+{
+	vmas_change_ends();
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_mprotect")
+int on_mprotect_exit(void *ctx)
+{
+	vmas_change_ends();
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_mmap")
+int on_mmap_exit(void *ctx)
+{
+	vmas_change_ends();
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_brk")
+int on_brk_exit(void *ctx)
+{
+	vmas_change_ends();
 	return 0;
 }
 
@@ -333,7 +399,9 @@ int on_brk(struct trace_event_raw_sys_enter *ctx)
 	if (!task->mm)
 		return 0;
 	cur = BPF_CORE_READ(task, mm, brk);
-	if (want && want < cur)
+	if (want && want < cur) {
+		vmas_change_begins();
 		release(want, cur - want);
+	}
 	return 0;
 }
