@@ -10,7 +10,12 @@
 #   plus `mlprof record --memory-sample N` for each N in SWEEP (what the cost is made of:
 #   1048576 KiB captures almost nothing, so it leaves the per-fault BPF cost alone).
 # Each repetition runs every configuration once, in a rotated order; medians over the
-# repetitions. Slowdown = median workload wall time / median baseline wall time; on a
+# repetitions. The budget row (memory on vs --no-memory) is the median of per-repetition
+# ratios: on a shared VM the machine's speed drifts between repetitions by more than the
+# effect, so many short repetitions (40+, 100 for a 2% effect) beat a few long ones.
+# SMALL=40960 ROUNDS=50 gives the issue's workload: >= 10^6 small allocations/s and about
+# 1 GiB/s of page faults, most CPU time in malloc/free; the default SMALL (2048) faults as
+# fast as the machine can (~4 GiB/s on 2 vCPUs: nearly all time in the fault path). Slowdown = median workload wall time / median baseline wall time; on a
 # shared machine the workload's own CPU time (user+sys: the BPF programs run in the
 # faulting thread, so their cost is in it) is the steadier measure of the same cost.
 # MLPROF_OLD=another mlprof binary adds its `record` (memory on) as configuration "memold"
@@ -18,20 +23,20 @@
 # binary with kernel.bpf_stats_enabled=1 and prints every memory program's run count and
 # mean run time (bpftool prog show): how often BPF runs per page fault and what one run
 # costs (the stats' own clock reads add ~20 ns per run, so they are not used for timing).
-# Usage: bench/memory.sh [REPEATS] [ROUNDS]
+# Usage: bench/memory.sh [REPEATS] [ROUNDS]      (default 40 200)
 #   env: MLPROF (build/mlprof), MLPROF_OLD (none), THREADS (nproc), SMALL (2048),
-#        BLOCK_KIB (4096), SWEEP ("128 4096 1048576"; "" for none), BPF_STATS (0),
-#        MAX_S (480: no new repetition starts after this many seconds)
+#        BLOCK_KIB (4096), SWEEP ("1048576"; "" for none), BPF_STATS (0),
+#        MAX_S (1200: no new repetition starts after this many seconds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPEATS=${1:-5}
-ROUNDS=${2:-1000}
+REPEATS=${1:-40}
+ROUNDS=${2:-200}
 MLPROF=${MLPROF:-build/mlprof}
 THREADS=${THREADS:-$(nproc)}
 SMALL=${SMALL:-2048}
 BLOCK_KIB=${BLOCK_KIB:-4096}
-SWEEP=${SWEEP-128 4096 1048576}
-MAX_S=${MAX_S:-480}
+SWEEP=${SWEEP-1048576}
+MAX_S=${MAX_S:-1200}
 MLPROF_OLD=${MLPROF_OLD:-}
 BPF_STATS=${BPF_STATS:-0}
 OUT=$(mktemp -d /tmp/mlprof-membench.XXXXXX)
