@@ -32,7 +32,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define VM_WRITE      0x00000002 /* include/linux/mm.h */
 #define VM_SHARED     0x00000008
 #define MAP_FIXED     0x10
-#define PF_WRITE      0x2		     /* arch/x86/include/asm/trap_pf.h: X86_PF_WRITE */
+#define PF_WRITE      0x2		    /* arch/x86/include/asm/trap_pf.h: X86_PF_WRITE */
 #define USER_TOP      0x00007ffffffff000ULL /* x86-64 TASK_SIZE_MAX with 4-level paging */
 
 /* Mean pages faulted in per captured stack (>= 1): each capture weighs that many bytes. */
@@ -286,8 +286,7 @@ int BPF_PROG(on_fault_user, unsigned long address, struct pt_regs *regs, unsigne
 
 /* A fault in the kernel on a user address: copy_to_user into memory not touched yet. */
 SEC("tp_btf/page_fault_kernel")
-int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs,
-	     unsigned long error_code)
+int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
 	if (!(error_code & PF_WRITE) || address >= USER_TOP || !fault_picked(0))
 		return 0;

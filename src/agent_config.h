@@ -32,7 +32,7 @@ struct agent_config {
 	char *cuda;	   /* CUDA/NCCL families: all, none or a list */
 	unsigned int cuda_rate;
 	unsigned int memory_rate; /* memory-growth captures per CPU per second */
-	bool memory; /* memory-growth profile */
+	bool memory;		  /* memory-growth profile */
 	unsigned int memory_sample_kib;
 	unsigned int offcpu_min_us;
 	unsigned int offcpu_rate; /* captures per CPU per second */

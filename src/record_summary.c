@@ -260,7 +260,8 @@ void record_summary__print(const struct record_summary *rs)
 	pipeline__stats(pl, &ps);
 	for (int i = 0; i < MLPROF_STAT__COUNT; i++)
 		if (ps.bpf[i])
-			pr_debug("BPF counter %s: %llu", sampler__stat_name((enum mlprof_bpf_stat)i),
+			pr_debug("BPF counter %s: %llu",
+				 sampler__stat_name((enum mlprof_bpf_stat)i),
 				 (unsigned long long)ps.bpf[i]);
 	drops = ps.bpf[MLPROF_STAT_RB_FULL];
 	complete = ps.unwind_ends[UNWIND_END_COMPLETE];

@@ -63,8 +63,8 @@ struct sampler {
 	bool cuda_allowed;	   /* CUDA probes are on */
 	int cuda_err;		   /* loading them failed (-errno): not tried again */
 	uint32_t cuda_budget;
-	struct memory_bpf *memory;   /* NULL unless memory growth is on */
-	struct bpf_link **links; /* one per attached perf event */
+	struct memory_bpf *memory; /* NULL unless memory growth is on */
+	struct bpf_link **links;   /* one per attached perf event */
 	int nlinks;
 	int ncpus; /* possible CPUs: per-CPU map values and scratch slots */
 	struct ring_buffer *rb;
@@ -328,12 +328,13 @@ static int rb_adapter(void *ctx, void *data, size_t size)
 
 /*
  * Every extra BPF object shares the cpu object's capture state: its ring buffer, pid
- * filter, Python walker maps and counters (its scratch record stays its own: programs of
- * different objects may nest on a CPU). Returns 0 or -errno (logged).
+ * filter, Python walker maps, thread stack mappings and counters (its scratch record stays
+ * its own: programs of different objects may nest on a CPU). Returns 0 or -errno (logged).
  */
 static int share_maps(struct sampler *s, const char *what, struct bpf_map *scratch,
 		      struct bpf_map *rb, struct bpf_map *pids, struct bpf_map *pids_gen,
-		      struct bpf_map *py_procs, struct bpf_map *stats, struct bpf_map *py_known)
+		      struct bpf_map *py_procs, struct bpf_map *stats, struct bpf_map *py_known,
+		      struct bpf_map *stack_vmas)
 {
 	int err = bpf_map__set_max_entries(scratch, s->ncpus);
 
@@ -349,6 +350,8 @@ static int share_maps(struct sampler *s, const char *what, struct bpf_map *scrat
 		err = bpf_map__reuse_fd(stats, bpf_map__fd(s->skel->maps.stats));
 	if (!err)
 		err = bpf_map__reuse_fd(py_known, bpf_map__fd(s->skel->maps.py_known));
+	if (!err)
+		err = bpf_map__reuse_fd(stack_vmas, bpf_map__fd(s->skel->maps.stack_vmas));
 	if (err)
 		pr_err("cannot share maps with the %s BPF object: %s", what, strerror(-err));
 	return err;
@@ -370,7 +373,7 @@ static int share_maps(struct sampler *s, const char *what, struct bpf_map *scrat
 		copy_capture_knobs(s, o);                                                          \
 		share_maps(s, what, (o)->maps.scratch, (o)->maps.rb, (o)->maps.pids,               \
 			   (o)->maps.pids_gen, (o)->maps.py_procs, (o)->maps.stats,                \
-			   (o)->maps.py_known);                                                    \
+			   (o)->maps.py_known, (o)->maps.stack_vmas);                              \
 	})
 
 /*

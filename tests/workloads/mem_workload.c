@@ -148,7 +148,8 @@ __attribute__((noinline)) void read_chain(size_t len)
 /* Writes every page of shared anonymous memory (shmem pages, not anonymous ones). */
 __attribute__((noinline)) void shared_chain(size_t len)
 {
-	volatile char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	volatile char *p =
+		mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED) {
 		perror("mem_workload: mmap");
