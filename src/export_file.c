@@ -37,13 +37,40 @@ static int cmp_ofile(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Deletes the oldest *.pb.gz files while the directory is over max_bytes. */
+/*
+ * The size of dir's entry de when it is one of our profile files (a regular *.pb.gz file
+ * not starting with "."), else -1.
+ */
+static int64_t profile_file_size(const char *dir, const struct dirent *de, time_t *mtime)
+{
+	size_t l = strlen(de->d_name);
+	char path[PATH_MAX];
+	struct stat stb;
+
+	if (de->d_name[0] == '.' || l < sizeof(FILE_SUFFIX) ||
+	    strcmp(de->d_name + l - strlen(FILE_SUFFIX), FILE_SUFFIX))
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+	if (stat(path, &stb) || !S_ISREG(stb.st_mode))
+		return -1;
+	*mtime = stb.st_mtime;
+	return (int64_t)stb.st_size;
+}
+
+/*
+ * Deletes the oldest *.pb.gz files while the directory is over max_bytes. A first pass
+ * only adds the sizes up, so that a directory under its bound (the steady state) costs no
+ * memory; the names are listed and sorted only when some must go (their array grew with
+ * the number of files on every write before, and the sender thread's heap with it).
+ */
 static uint64_t enforce_bound(const char *dir, uint64_t max_bytes, uint64_t incoming)
 {
 	struct ofile *f = NULL, *nf;
 	size_t n = 0, cap = 0, i;
 	uint64_t total = incoming, deleted = 0;
 	struct dirent *de;
+	int64_t size;
+	time_t mtime;
 	DIR *d;
 
 	if (!max_bytes)
@@ -51,16 +78,18 @@ static uint64_t enforce_bound(const char *dir, uint64_t max_bytes, uint64_t inco
 	d = opendir(dir);
 	if (!d)
 		return 0;
+	while ((de = readdir(d)) && n++ < MAX_SCAN)
+		if ((size = profile_file_size(dir, de, &mtime)) >= 0)
+			total += (uint64_t)size;
+	if (total <= max_bytes) {
+		closedir(d);
+		return 0;
+	}
+	rewinddir(d);
+	n = 0;
+	total = incoming;
 	while ((de = readdir(d)) && n < MAX_SCAN) {
-		size_t l = strlen(de->d_name);
-		char path[PATH_MAX];
-		struct stat stb;
-
-		if (de->d_name[0] == '.' || l < sizeof(FILE_SUFFIX) ||
-		    strcmp(de->d_name + l - strlen(FILE_SUFFIX), FILE_SUFFIX))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (stat(path, &stb) || !S_ISREG(stb.st_mode))
+		if ((size = profile_file_size(dir, de, &mtime)) < 0)
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
@@ -70,8 +99,8 @@ static uint64_t enforce_bound(const char *dir, uint64_t max_bytes, uint64_t inco
 			f = nf;
 		}
 		snprintf(f[n].name, sizeof(f[n].name), "%s", de->d_name);
-		f[n].mtime = stb.st_mtime;
-		f[n].size = (uint64_t)stb.st_size;
+		f[n].mtime = mtime;
+		f[n].size = (uint64_t)size;
 		total += f[n].size;
 		n++;
 	}
