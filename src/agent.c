@@ -228,7 +228,8 @@ static int check_budget(struct agent *a, char *err, size_t len)
 
 		if (b.limit)
 			snprintf(lim, sizeof(lim), "%" PRIu64 " MiB", b.limit >> 20);
-		pr_info("memory bounds: %" PRIu64 " MiB in all (caches and ring buffer %" PRIu64
+		pr_info("memory bounds: %" PRIu64
+			" MiB in all (caches, BPF maps and ring buffer %" PRIu64
 			", windows %" PRIu64 ", export queue %" PRIu64 ", base %" PRIu64
 			"); cgroup memory limit: %s",
 			b.total >> 20, b.pipeline >> 20, b.windows >> 20, b.queue >> 20,

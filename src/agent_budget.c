@@ -98,8 +98,9 @@ int agent_budget__check(struct agent_budget *b, char *err, size_t errlen)
 	if (!b->limit || b->total <= b->limit)
 		return 0;
 	snprintf(err, errlen,
-		 "the memory bounds add up to %" PRIu64 " MiB (caches and ring buffer %" PRIu64
-		 ", profile windows %" PRIu64 ", export queue %" PRIu64 ", base %" PRIu64
+		 "the memory bounds add up to %" PRIu64
+		 " MiB (caches, BPF maps and ring buffer %" PRIu64 ", profile windows %" PRIu64
+		 ", export queue %" PRIu64 ", base %" PRIu64
 		 ") but this cgroup's memory limit is %" PRIu64
 		 " MiB: lower --symcache-bytes or --max-procs, or raise the limit",
 		 b->total >> 20, b->pipeline >> 20, b->windows >> 20, b->queue >> 20, b->base >> 20,

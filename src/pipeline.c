@@ -708,7 +708,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 /* See pipeline.h. */
 uint64_t pipeline__bound_bytes(const struct pipeline_config *cfg)
 {
-	uint64_t b = sampler__ringbuf_bytes(cfg->ringbuf_bytes);
+	uint64_t b = sampler__ringbuf_bytes(cfg->ringbuf_bytes) + sampler__maps_bound_bytes();
 
 	b += cfg->symcache_bytes ? cfg->symcache_bytes : PIPELINE_SYMCACHE_BYTES;
 	b += (uint64_t)(cfg->max_procs ? cfg->max_procs : PIPELINE_MAX_PROCS) * PROC_EST_BYTES;

@@ -611,6 +611,14 @@ int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take,
 }
 
 /* See sampler.h. */
+/* See sampler.h. */
+uint64_t sampler__maps_bound_bytes(void)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+
+	return (24ull << 20) + (uint64_t)(ncpu > 0 ? ncpu : 1) * (256u << 10);
+}
+
 size_t sampler__ringbuf_bytes(size_t want)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);

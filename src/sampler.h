@@ -76,4 +76,13 @@ const char *sampler__stat_name(enum mlprof_bpf_stat stat);
 /* The ring buffer's size for a requested one (0: by CPU count), as the sampler makes it. */
 size_t sampler__ringbuf_bytes(size_t want);
 
+/*
+ * Kernel memory of the BPF maps other than the ring buffer, charged to the agent's memory
+ * cgroup, by estimate: hash maps are preallocated to their max_entries (LRU), the rest
+ * grows with the CPU count (per-CPU maps and each object's scratch record). Measured from
+ * /proc/PID/fdinfo's memlock: 16.4 MiB with the CPU, off-CPU and memory objects on 2 CPUs;
+ * the CUDA object adds about 5 MiB.
+ */
+uint64_t sampler__maps_bound_bytes(void);
+
 #endif
