@@ -227,6 +227,36 @@ static long vma_info_cb(struct task_struct *task, struct vm_area_struct *vma, vo
 	return 0;
 }
 
+/* bpf_find_vma for addr into *vi, counted (see stack_vmas for what a call costs). */
+static __always_inline long find_vma_info(struct task_struct *task, __u64 addr, struct vma_info *vi)
+{
+	stat_inc(MLPROF_STAT_VMA_LOOKUPS);
+	return bpf_find_vma(task, addr, vma_info_cb, vi, 0);
+}
+
+/*
+ * Marks of threads between a syscall's entry and its exit (map: an LRU hash tid -> u8, so
+ * that a thread killed inside the syscall only leaves an entry to be evicted).
+ */
+static __always_inline void tid_mark(void *map)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u8 one = 1;
+
+	bpf_map_update_elem(map, &tid, &one, BPF_ANY);
+}
+
+/* Whether the current thread was marked in map; the mark is taken. */
+static __always_inline bool tid_mark_take(void *map)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (!bpf_map_lookup_elem(map, &tid))
+		return false;
+	bpf_map_delete_elem(map, &tid);
+	return true;
+}
+
 /*
  * Thread stacks: tid -> the VMA its sp was last seen in, and the address space (mm) it
  * belongs to. bpf_find_vma is expensive where most captures run, with interrupts off
@@ -270,8 +300,7 @@ static __always_inline long stack_vma_get(struct task_struct *task, __u64 sp, bo
 	}
 	if (!lookup)
 		return -11; /* EAGAIN */
-	stat_inc(MLPROF_STAT_VMA_LOOKUPS);
-	err = bpf_find_vma(task, sp, vma_info_cb, &vi, 0);
+	err = find_vma_info(task, sp, &vi);
 	if (err)
 		return err;
 	if (vi.end <= sp || vi.start > sp)

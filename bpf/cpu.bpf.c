@@ -137,13 +137,10 @@ struct {
 SEC("tp/syscalls/sys_enter_mmap")
 int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	__u8 one = 1;
-
-	if (!(ctx->args[2] & PROT_EXEC) || (long)ctx->args[4] < 0 || !pid_wanted(id >> 32))
+	if (!(ctx->args[2] & PROT_EXEC) || (long)ctx->args[4] < 0 ||
+	    !pid_wanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	bpf_map_update_elem(&mmap_exec, &tid, &one, BPF_ANY);
+	tid_mark(&mmap_exec);
 	return 0;
 }
 
@@ -151,12 +148,10 @@ SEC("tp/syscalls/sys_exit_mmap")
 int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
 	struct mlprof_proc_event *e;
 
-	if (!bpf_map_lookup_elem(&mmap_exec, &tid))
+	if (!tid_mark_take(&mmap_exec))
 		return 0;
-	bpf_map_delete_elem(&mmap_exec, &tid);
 	if (ctx->ret < 0)
 		return 0;
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);

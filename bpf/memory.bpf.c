@@ -122,8 +122,8 @@ static __always_inline __u32 vmas_new_gen(__u32 tgid)
 }
 
 /*
- * Threads inside a syscall that changes their process's mappings (tid -> 1, set on entry,
- * taken on exit). LRU: a thread killed inside the syscall leaves an entry behind.
+ * Threads inside a syscall that changes their process's mappings (tid_mark on entry,
+ * tid_mark_take on exit).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -135,24 +135,17 @@ struct {
 /* On entry to a syscall that may unmap, move or reprotect the current process's mappings. */
 static __always_inline void vmas_change_begins(void)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	__u8 one = 1;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if ((id >> 32) && pid_wanted(id >> 32))
-		bpf_map_update_elem(&vma_pending, &tid, &one, BPF_ANY);
+	if (tgid && pid_wanted(tgid))
+		tid_mark(&vma_pending);
 }
 
 /* On exit from such a syscall: the mappings changed, the classifications made before go. */
 static __always_inline void vmas_change_ends(void)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-
-	if (!bpf_map_lookup_elem(&vma_pending, &tid))
-		return;
-	bpf_map_delete_elem(&vma_pending, &tid);
-	vmas_new_gen(id >> 32);
+	if (tid_mark_take(&vma_pending))
+		vmas_new_gen(bpf_get_current_pid_tgid() >> 32);
 }
 
 /* A random gap in write faults, uniform in [1, 2 * mem_sample_pages - 1]: mean mem_sample_pages. */
@@ -175,10 +168,11 @@ static __always_inline void learn_stack(__u64 sp)
 }
 
 /*
- * Counts one write fault at addr; true when it is the one to capture. user_sp: the user
- * stack pointer of a fault in user mode (0 for a fault in the kernel), for learn_stack.
+ * Counts one write fault; true when it is the one to capture. uregs: the user registers of
+ * a fault in user mode (NULL for a fault in the kernel), whose sp learn_stack reads only on
+ * the fault before a pick.
  */
-static __always_inline bool fault_picked(__u64 user_sp)
+static __always_inline bool fault_picked(const struct pt_regs *uregs)
 {
 	struct fault_countdown *fc;
 	__u32 zero = 0;
@@ -191,8 +185,8 @@ static __always_inline bool fault_picked(__u64 user_sp)
 		fc->left = next_gap(fc);
 	if (--fc->left) {
 		/* the fault before a pick: most often the same thread's */
-		if (fc->left == 1 && user_sp)
-			learn_stack(user_sp);
+		if (fc->left == 1 && uregs)
+			learn_stack(uregs->sp);
 		return false;
 	}
 	fc->left = next_gap(fc);
@@ -240,8 +234,7 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 		goto capture;
 	if (!nfv.gen)
 		nfv.gen = vmas_new_gen(tgid);
-	stat_inc(MLPROF_STAT_VMA_LOOKUPS);
-	err = bpf_find_vma(task, addr, vma_info_cb, &vi, 0);
+	err = find_vma_info(task, addr, &vi);
 	if (err == -ENOENT)
 		return; /* no mapping there: the fault raises SIGSEGV (or grows the stack) */
 	if (err) {
@@ -276,7 +269,7 @@ int BPF_PROG(on_fault_user, unsigned long address, struct pt_regs *regs, unsigne
 {
 	struct x86_regs uregs;
 
-	if (!(error_code & PF_WRITE) || !fault_picked(regs->sp))
+	if (!(error_code & PF_WRITE) || !fault_picked(regs))
 		return 0;
 	if (bpf_probe_read_kernel(&uregs, sizeof(uregs), regs))
 		return 0;
@@ -288,7 +281,7 @@ int BPF_PROG(on_fault_user, unsigned long address, struct pt_regs *regs, unsigne
 SEC("tp_btf/page_fault_kernel")
 int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	if (!(error_code & PF_WRITE) || address >= USER_TOP || !fault_picked(0))
+	if (!(error_code & PF_WRITE) || address >= USER_TOP || !fault_picked(NULL))
 		return 0;
 	capture_fault(ctx, address, NULL);
 	return 0;

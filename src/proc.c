@@ -88,11 +88,7 @@ struct proc_cache {
 	size_t ngrave;
 	struct elf_entry **elfs;
 	size_t nelfs;
-	struct {
-		uint8_t *bytes;
-		size_t len;
-		struct elf_file *ef; /* one reference held here */
-	} vdsos[VDSO_SHARED];
+	struct elf_file *vdsos[VDSO_SHARED]; /* one reference held here on each */
 	size_t nvdsos;
 	uint64_t tick;
 	uint64_t gen;
@@ -575,10 +571,8 @@ void proc_cache__free(struct proc_cache *pc)
 	}
 	while (pc->nelfs)
 		elf_entry_remove(pc, pc->nelfs - 1);
-	for (size_t i = 0; i < pc->nvdsos; i++) {
-		elf_file__put(pc->vdsos[i].ef);
-		free(pc->vdsos[i].bytes);
-	}
+	for (size_t i = 0; i < pc->nvdsos; i++)
+		elf_file__put(pc->vdsos[i]);
 	free(pc->elfs);
 	free(pc->buckets);
 	free(pc);
@@ -825,21 +819,20 @@ static struct elf_file *load_vdso(struct proc_cache *pc, struct proc_entry *e,
 		free(buf);
 		return NULL;
 	}
-	/* the same bytes as a vdso seen before: its ELF (and symbols) is shared */
-	for (size_t i = 0; i < pc->nvdsos; i++)
-		if (pc->vdsos[i].len == len && memcmp(pc->vdsos[i].bytes, buf, len) == 0) {
+	/* the same bytes as a vdso seen before (its ELF's own image): its symbols are shared */
+	for (size_t i = 0; i < pc->nvdsos; i++) {
+		size_t have = 0;
+		const uint8_t *img = elf_file__data(pc->vdsos[i], &have);
+
+		if (have == len && memcmp(img, buf, len) == 0) {
 			free(buf);
-			return elf_file__get(pc->vdsos[i].ef);
+			return elf_file__get(pc->vdsos[i]);
 		}
-	ef = elf_file__open_mem(buf, len, "[vdso]");
-	if (ef && pc->nvdsos < VDSO_SHARED) {
-		pc->vdsos[pc->nvdsos].bytes = buf;
-		pc->vdsos[pc->nvdsos].len = len;
-		pc->vdsos[pc->nvdsos].ef = elf_file__get(ef);
-		pc->nvdsos++;
-		buf = NULL;
 	}
+	ef = elf_file__open_mem(buf, len, "[vdso]");
 	free(buf);
+	if (ef && pc->nvdsos < VDSO_SHARED)
+		pc->vdsos[pc->nvdsos++] = elf_file__get(ef);
 	return ef;
 }
 

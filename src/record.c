@@ -174,6 +174,14 @@ static int parse_uint(const char *s, unsigned long min, unsigned long max, unsig
 	return 0;
 }
 
+/* A stack-capture rate option (10..max per CPU per second) into *out, else a usage error. */
+#define parse_rate(opt, arg, max, out)                                                             \
+	do {                                                                                       \
+		if (parse_uint(arg, 10, max, out))                                                 \
+			usage_error("invalid %s '%s' (10..%lu per CPU per second)", opt, arg,      \
+				    (unsigned long)(max));                                         \
+	} while (0)
+
 static int parse_pids(struct record_opts *o, const char *arg)
 {
 	char buf[4096];
@@ -352,22 +360,13 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 					    optarg);
 			break;
 		case OPT_MEMORY_RATE:
-			if (parse_uint(optarg, 10, 1000000, &o->memory_rate))
-				usage_error("invalid --memory-rate '%s' (10..1000000 per CPU per "
-					    "second)",
-					    optarg);
+			parse_rate("--memory-rate", optarg, 1000000, &o->memory_rate);
 			break;
 		case OPT_CUDA_RATE:
-			if (parse_uint(optarg, 10, 10000000, &o->cuda_rate))
-				usage_error("invalid --cuda-rate '%s' (10..10000000 per CPU per "
-					    "second)",
-					    optarg);
+			parse_rate("--cuda-rate", optarg, 10000000, &o->cuda_rate);
 			break;
 		case OPT_OFFCPU_RATE:
-			if (parse_uint(optarg, 10, 100000, &o->offcpu_rate))
-				usage_error("invalid --off-cpu-rate '%s' (10..100000 per CPU per "
-					    "second)",
-					    optarg);
+			parse_rate("--off-cpu-rate", optarg, 100000, &o->offcpu_rate);
 			break;
 		case OPT_TITLE:
 			o->title = optarg;
