@@ -12,7 +12,10 @@
 # Each repetition runs every configuration once, in a rotated order; medians over the
 # repetitions. The budget row (memory on vs --no-memory) is the median of per-repetition
 # ratios: on a shared VM the machine's speed drifts between repetitions by more than the
-# effect, so many short repetitions (40+, 100 for a 2% effect) beat a few long ones.
+# effect, so many short repetitions (40+, 100 for a 2% effect) beat a few long ones. When
+# neighbours on the host make even that too noisy (its bootstrap SE says so), the row on the
+# first quartile of per-round thread CPU time (memalloc times every round) is the steadier
+# one: every round pays the profiler's per-fault cost, a neighbour slows only some rounds.
 # SMALL=40960 ROUNDS=50 gives the issue's workload: >= 10^6 small allocations/s and about
 # 1 GiB/s of page faults, most CPU time in malloc/free; the default SMALL (2048) faults as
 # fast as the machine can (~4 GiB/s on 2 vCPUs: nearly all time in the fault path). Slowdown = median workload wall time / median baseline wall time; on a
@@ -26,7 +29,8 @@
 # Usage: bench/memory.sh [REPEATS] [ROUNDS]      (default 40 200)
 #   env: MLPROF (build/mlprof), MLPROF_OLD (none), THREADS (nproc), SMALL (2048),
 #        BLOCK_KIB (4096), SWEEP ("1048576"; "" for none), BPF_STATS (0),
-#        MAX_S (1200: no new repetition starts after this many seconds)
+#        MAX_S (1200: no new repetition starts after this many seconds),
+#        COMPONENTS (20: repetitions of the per-event cost runs, bench/memcost.c; 0 for none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEATS=${1:-40}
@@ -37,6 +41,7 @@ SMALL=${SMALL:-2048}
 BLOCK_KIB=${BLOCK_KIB:-4096}
 SWEEP=${SWEEP-1048576}
 MAX_S=${MAX_S:-1200}
+COMPONENTS=${COMPONENTS:-20}
 MLPROF_OLD=${MLPROF_OLD:-}
 BPF_STATS=${BPF_STATS:-0}
 OUT=$(mktemp -d /tmp/mlprof-membench.XXXXXX)
@@ -55,7 +60,8 @@ for s in $SWEEP; do CONFIGS+=("mem$s"); done
 fault_progs() { bpftool perf list 2>/dev/null | grep -c page_fault_user || true; }
 
 # One run of configuration $1, repetition $2: appends
-#   cfg wall_s cpu_s allocs bytes minflt tool_cpu_s captures lost other_fault_progs
+#   cfg wall_s cpu_s allocs bytes minflt tool_cpu_s round_p25_us round_med_us captures lost
+#   other_fault_progs
 # to $OUT/runs.txt (tool_cpu_s: the profiler's CPU while the workload ran, as the workload
 # read it from /proc/PPID/stat; the BPF programs run in the faulting thread and count in
 # the workload's own CPU).
@@ -116,7 +122,7 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$OUT/runs.txt" "$done_reps" "$THREADS" "$ROUNDS" "$SMALL" "$BLOCK_KIB" \
 	"$load0" "$load1" "${CONFIGS[@]}" <<'PY'
-import statistics, sys
+import random, statistics, sys
 path, reps, threads, rounds, small, block_kib, load0, load1 = sys.argv[1:9]
 configs = sys.argv[9:]
 runs = {}
@@ -124,6 +130,10 @@ for line in open(path):
     f = line.split()
     runs.setdefault(f[0], []).append([float(x) for x in f[1:]])
 med = lambda xs: statistics.median(xs)
+def se_med(xs):
+    """Bootstrap standard error of the median of xs."""
+    rng = random.Random(1)
+    return statistics.stdev([med(rng.choices(xs, k=len(xs))) for _ in range(1000)])
 col = lambda cfg, i: [r[i] for r in runs[cfg]]
 names = {"base": "baseline", "nomem": "mlprof record --no-memory",
          "mem": "mlprof record (memory on, 512 KiB)",
@@ -151,11 +161,18 @@ if "nomem" in configs:
     # machine's speed drifts between repetitions more than the effect being measured)
     pair = lambda c, i: [x / y for x, y in zip(col(c, i), col("nomem", i))]
     row("**workload CPU vs --no-memory** (memory on vs off: the budget; median of "
-        "per-repetition ratios)", lambda c: "-" if c in ("base", "nomem", "perf") else
-        "%+.1f%%" % ((med(pair(c, 1)) - 1) * 100))
+        "per-repetition ratios, ± its bootstrap SE)", lambda c: "-" if c in (
+            "base", "nomem", "perf") else "%+.1f%% ± %.1f" % (
+                (med(pair(c, 1)) - 1) * 100, se_med(pair(c, 1)) * 100))
+    row("**round CPU, first quartile, vs --no-memory** (the same, on each run's first "
+        "quartile of per-round thread CPU time: sheds the rounds a host neighbour slowed)",
+        lambda c: "-" if c in ("base", "nomem", "perf") else "%+.1f%% ± %.1f" % (
+            (med(pair(c, 6)) - 1) * 100, se_med(pair(c, 6)) * 100))
     row("wall time vs --no-memory (median of per-repetition ratios)", lambda c: "-" if c in (
         "base", "nomem", "perf") else "%+.1f%%" % ((med(pair(c, 0)) - 1) * 100))
 row("workload CPU, user+sys (median, s)", lambda c: "%.3f" % med(col(c, 1)))
+row("round CPU, first quartile / median of rounds (median over runs, µs)",
+    lambda c: "%.0f / %.0f" % (med(col(c, 6)), med(col(c, 7))))
 row("workload CPU vs baseline", lambda c: "%.3f (%+.1f%%)" % (med(col(c, 1)) / bc,
                                                               (med(col(c, 1)) / bc - 1) * 100))
 row("added workload CPU per page fault (ns)", lambda c: "-" if c == "base" else "%+.0f" % (
@@ -166,19 +183,77 @@ row("page faults/s (k), GiB/s", lambda c: "%.0f, %.2f" % (
 row("profiler CPU while the workload ran (median, s)",
     lambda c: "-" if c == "base" else "%.2f" % med(col(c, 5)))
 row("stacks captured (median)", lambda c: "-" if c in ("base", "nomem") else
-    "%d" % med(col(c, 6)) + (" (lost %d)" % med(col(c, 7)) if c == "perf" else ""))
+    "%d" % med(col(c, 8)) + (" (lost %d)" % med(col(c, 9)) if c == "perf" else ""))
 print()
 print("workload: %s threads x %s rounds x (%s small allocations + one %s KiB block); "
       "%s repetitions; load average before %s, after %s" % (
           threads, rounds, small, block_kib, reps, load0, load1))
 print("BPF programs of others on exceptions:page_fault_user at the start of a run: "
-      "min %d, max %d" % (min(r[8] for v in runs.values() for r in v),
-                         max(r[8] for v in runs.values() for r in v)))
+      "min %d, max %d" % (min(r[10] for v in runs.values() for r in v),
+                         max(r[10] for v in runs.values() for r in v)))
 print("raw wall times: " + "; ".join("%s=%s" % (c, ",".join("%.3f" % x for x in col(c, 0)))
                                      for c in configs))
 PY
 
 # BPF run-time statistics of the memory programs: one run per mlprof binary.
+# Per-event costs (bench/memcost.c: fastest of many short rounds, under each configuration,
+# COMPONENTS repetitions in a rotated order) and the overhead they add up to at memalloc's
+# event rates (counted once with perf stat, no profiler): a model that a host neighbour
+# cannot blur, next to the measured rows above.
+components() {
+	local ev rates rep cfg i n=0 bin args
+	local cfgs=(nomem mem mem1048576)
+	[ -n "$MLPROF_OLD" ] && cfgs+=(memold)
+	ev=$(perf stat -x, -e syscalls:sys_enter_mprotect -e page-faults -- "${WL[@]}" 2>&1 >/dev/null)
+	rates="$(awk -F, '/sys_enter_mprotect/ {m = $1} /page-faults/ {f = $1} END {print m, f}' <<<"$ev")"
+	: >"$OUT/cost.txt"
+	for rep in $(seq "$COMPONENTS"); do
+		for i in "${!cfgs[@]}"; do
+			cfg=${cfgs[$(((i + rep) % ${#cfgs[@]}))]}
+			bin=$MLPROF
+			args=(record -o "$OUT/cost.pb.gz")
+			case $cfg in
+			nomem) args+=(--no-memory) ;;
+			memold) bin=$MLPROF_OLD ;;
+			mem?*) args+=(--memory-sample "${cfg#mem}") ;;
+			esac
+			echo "$cfg $("$bin" "${args[@]}" -- "$OUT/memcost" 30 2>/dev/null)" >>"$OUT/cost.txt"
+			rm -f "$OUT"/cost.*pb.gz
+		done
+	done
+	python3 - "$OUT/cost.txt" "$OUT/runs.txt" $rates "${cfgs[@]}" <<'PY'
+import statistics, sys
+path, runs, mprot, faults = sys.argv[1:5]
+cfgs = sys.argv[5:]
+# the workload's CPU time alone (the counts are the same in every run: fixed work)
+cpu = statistics.median(float(l.split()[2]) for l in open(runs) if l.startswith("base "))
+mprot, faults = float(mprot), float(faults)
+cost = {}
+for line in open(path):
+    f = line.split()
+    if len(f) == 3:
+        cost.setdefault(f[0], []).append((float(f[1]), float(f[2])))
+med = lambda c, i: statistics.median(x[i] for x in cost[c])
+print()
+print("Per-event costs (bench/memcost.c, fastest of 30 rounds, median over %d runs) and the "
+      "overhead they imply for memalloc (per run: %.0f page faults, %.0f mprotect calls, "
+      "%.3f s of CPU alone):" % (len(cost["nomem"]), faults, mprot, cpu))
+print()
+print("| configuration | write fault (ns) | added | mprotect (ns) | added | implied workload CPU vs --no-memory |")
+print("|---|---|---|---|---|---|")
+f0, m0 = med("nomem", 0), med("nomem", 1)
+for c in cfgs:
+    f, m = med(c, 0), med(c, 1)
+    implied = ((f - f0) * faults + (m - m0) * mprot) / 1e9 / cpu
+    print("| %s | %.0f | %+.0f | %.0f | %+.0f | %s |" % (
+        c, f, f - f0, m, m - m0, "-" if c == "nomem" else "%+.1f%%" % (implied * 100)))
+PY
+}
+if [ "$COMPONENTS" -gt 0 ]; then
+	cc -O2 -o "$OUT/memcost" bench/memcost.c
+	components
+fi
+
 bpf_stats() {
 	local bin=$1 name=$2 prev
 	prev=$(sysctl -n kernel.bpf_stats_enabled)
@@ -202,7 +277,7 @@ progs = json.loads(sys.argv[3] or "[]")
 for p in progs:
     n = p.get("name", "")
     mine = p.get("loaded_at", 0) >= t0  # loaded by this run (bpftool 7.1 shows no pids)
-    if mine and n in ("on_fault_user", "on_fault_kernel", "on_munmap", "on_madvise", "on_brk", "on_mmap", "on_mprotect", "on_mremap") and p.get("run_cnt"):
+    if mine and n.startswith(("on_fault", "on_munmap", "on_madvise", "on_brk", "on_mremap", "on_exit_mmap", "on_mmap_unlock")) and p.get("run_cnt"):
         print("%s %s: %d runs (%.4f per page fault of the workload, %d faults), %.0f ns per run, %.1f ns per fault" % (
             name, n, p["run_cnt"], p["run_cnt"] / faults if faults else 0, faults,
             p["run_time_ns"] / p["run_cnt"], p["run_time_ns"] / faults if faults else 0))

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "cpu.skel.h"
@@ -447,10 +448,39 @@ static int cuda_setup(struct sampler *s)
  * Loads and attaches the memory-growth object (sampled page faults, releases), maps shared.
  * Returns 0 or -errno (logged).
  */
+/*
+ * Whether the kernel's mmap_lock_released tracepoint passes (mm, write), as since Linux
+ * 6.12 (before, it passed a memory cgroup path that it formatted on every lock release).
+ * MLPROF_TEST_VMA_SYSCALLS=1 says no, so that tests cover the syscall fallback.
+ */
+static bool mmap_unlock_usable(void)
+{
+	const char *force = getenv("MLPROF_TEST_VMA_SYSCALLS");
+	const struct btf_type *t;
+	bool usable = false;
+	struct btf *btf;
+	int id;
+
+	if (force && strcmp(force, "1") == 0)
+		return false;
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return false;
+	id = btf__find_by_name_kind(btf, "btf_trace_mmap_lock_released", BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	while (t && (btf_is_typedef(t) || btf_is_ptr(t)))
+		t = btf__type_by_id(btf, t->type);
+	/* (void *__data, struct mm_struct *mm, bool write) */
+	usable = t && btf_is_func_proto(t) && btf_vlen(t) == 3;
+	btf__free(btf);
+	return usable;
+}
+
 static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 {
 	uint64_t pages = 512 * 1024 / MEM_PAGE_BYTES;
 	struct memory_bpf *o;
+	bool unlock;
 	int err;
 
 	o = memory_bpf__open();
@@ -468,6 +498,12 @@ static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 	o->rodata->mem_sample_pages = pages;
 	if (cfg->memory_budget)
 		o->rodata->mem_budget = cfg->memory_budget;
+	unlock = mmap_unlock_usable();
+	bpf_program__set_autoload(o->progs.on_mmap_unlock, unlock);
+	bpf_program__set_autoload(o->progs.on_mprotect_fallback, !unlock);
+	bpf_program__set_autoload(o->progs.on_mprotect_exit_fallback, !unlock);
+	bpf_program__set_autoload(o->progs.on_mmap_fallback, !unlock);
+	bpf_program__set_autoload(o->progs.on_mmap_exit_fallback, !unlock);
 
 	err = share_capture(s, o, "memory");
 	if (err)
@@ -484,7 +520,9 @@ static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 		log_bpf_failure("attaching the memory page-fault and syscall tracepoints", -err);
 		return err;
 	}
-	pr_debug("memory: one stack every %" PRIu64 " page faults on average", pages);
+	pr_debug("memory: one stack every %" PRIu64 " page faults on average; mapping changes "
+		 "seen by %s",
+		 pages, unlock ? "mmap_lock_released" : "syscall tracepoints");
 	return 0;
 }
 

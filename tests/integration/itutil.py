@@ -54,12 +54,14 @@ def tmpdir():
     return tempfile.mkdtemp(dir=TMP_ROOT)
 
 
-def record(args, cmd=None, timeout=120, check=True):
-    """Runs mlprof record; returns (CompletedProcess, list of JSON lines the workload printed)."""
+def record(args, cmd=None, timeout=120, check=True, env=None):
+    """Runs mlprof record (env: variables added to the environment); returns
+    (CompletedProcess, list of JSON lines the workload printed)."""
     argv = [MLPROF, "record"] + args
     if cmd:
         argv += ["--"] + cmd
-    cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                        env=dict(os.environ, **env) if env else None)
     if check and cp.returncode != 0:
         raise AssertionError("mlprof failed (%d): %s\n%s" % (cp.returncode, " ".join(argv),
                                                               cp.stderr))

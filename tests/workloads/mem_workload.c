@@ -29,6 +29,8 @@
  *       stack copy size, whose frames must all be unwound; then exits
  */
 #define _GNU_SOURCE
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,37 +162,102 @@ __attribute__((noinline)) void shared_chain(size_t len)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* touch_pages under a function of its own name: the chain the test looks for. */
+#define NAMED_TOUCH(name)                                                                          \
+	__attribute__((noinline)) void name(volatile char *p, size_t len)                          \
+	{                                                                                          \
+		touch_pages(p, len);                                                               \
+		__asm__ volatile("" ::: "memory");                                                 \
+	}
+
 /* Private anonymous memory written, unmapped, and the same addresses mapped again as shared
  * memory and written: the first counts, the second must not (a classification of the
  * address remembered from before the munmap would count it). */
-__attribute__((noinline)) void reuse_private(volatile char *p, size_t len)
-{
-	touch_pages(p, len);
-	__asm__ volatile("" ::: "memory");
-}
+NAMED_TOUCH(reuse_private)
+NAMED_TOUCH(reuse_shared)
 
-__attribute__((noinline)) void reuse_shared(volatile char *p, size_t len)
+/*
+ * Maps len bytes of private anonymous memory, writes them with before(), maps shared memory
+ * at the same addresses (after a munmap when unmap, else over them with MAP_FIXED) and
+ * writes that with after().
+ */
+__attribute__((noinline)) static void remap_shared(size_t len, bool unmap,
+						   void (*before)(volatile char *, size_t),
+						   void (*after)(volatile char *, size_t))
 {
-	touch_pages(p, len);
+	char *p = map_anon(len), *q;
+
+	before(p, len);
+	if (unmap && munmap(p, len) != 0) {
+		perror("mem_workload: munmap");
+		exit(1);
+	}
+	q = mmap(p, len, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS | (unmap ? MAP_FIXED_NOREPLACE : MAP_FIXED), -1, 0);
+	if (q != p) {
+		fprintf(stderr, "mem_workload: cannot map shared memory at %p\n", (void *)p);
+		exit(1);
+	}
+	after(q, len);
 	__asm__ volatile("" ::: "memory");
 }
 
 __attribute__((noinline)) void reuse_chain(size_t len)
 {
-	char *p = map_anon(len), *q;
+	remap_shared(len, true, reuse_private, reuse_shared);
+	__asm__ volatile("" ::: "memory");
+}
 
-	reuse_private(p, len);
-	if (munmap(p, len) != 0) {
-		perror("mem_workload: munmap");
+/* Private anonymous memory written, then shared memory mapped over it with MAP_FIXED (no
+ * munmap: the mmap replaces the mapping) and written: the first counts, the second must
+ * not. */
+NAMED_TOUCH(fixed_private)
+NAMED_TOUCH(fixed_shared)
+
+__attribute__((noinline)) void fixed_chain(size_t len)
+{
+	remap_shared(len, false, fixed_private, fixed_shared);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Private anonymous memory mapped PROT_NONE and made writable page by page, by a SIGSEGV
+ * handler, as a write reaches it (as garbage collectors and guard-page allocators do):
+ * each page's first write fault is refused and brings nothing in, the retry after the
+ * mprotect does. Every page counts once (a classification remembered from before an
+ * mprotect would count none or twice). */
+static char *protect_base;
+static size_t protect_len;
+
+static void protect_handler(int sig, siginfo_t *si, void *uc)
+{
+	char *a = si->si_addr;
+
+	(void)uc;
+	if (a < protect_base || a >= protect_base + protect_len ||
+	    mprotect((void *)((uintptr_t)a & ~(uintptr_t)(page_size - 1)), (size_t)page_size,
+		     PROT_READ | PROT_WRITE) != 0) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+}
+
+__attribute__((noinline)) void protect_chain(size_t len)
+{
+	struct sigaction sa = {.sa_sigaction = protect_handler, .sa_flags = SA_SIGINFO};
+
+	protect_base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (protect_base == MAP_FAILED) {
+		perror("mem_workload: mmap");
 		exit(1);
 	}
-	q = mmap(p, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-		 -1, 0);
-	if (q != p) {
-		fprintf(stderr, "mem_workload: cannot map shared memory at %p again\n", (void *)p);
+	protect_len = len;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, NULL) != 0) {
+		perror("mem_workload: sigaction");
 		exit(1);
 	}
-	reuse_shared(q, len);
+	touch_pages(protect_base, len);
+	signal(SIGSEGV, SIG_DFL);
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -247,10 +314,13 @@ int main(int argc, char **argv)
 		read_chain((size_t)mib * MIB);
 		shared_chain((size_t)mib * MIB);
 		reuse_chain((size_t)mib * MIB);
+		fixed_chain((size_t)mib * MIB);
+		protect_chain((size_t)mib * MIB);
 		run_keep((size_t)keep * MIB);
 		printf("{\"mode\":\"other\",\"kept_bytes\":%ld,\"other_bytes\":%ld,"
-		       "\"reused_private_bytes\":%ld,\"minor_faults\":%ld}\n",
-		       keep * MIB, 3 * mib * MIB, mib * MIB, minflt() - flt);
+		       "\"reused_private_bytes\":%ld,\"fixed_private_bytes\":%ld,"
+		       "\"protected_bytes\":%ld,\"minor_faults\":%ld}\n",
+		       keep * MIB, 4 * mib * MIB, mib * MIB, mib * MIB, mib * MIB, minflt() - flt);
 		return 0;
 	}
 	if (argc != 5 || (strcmp(argv[1], "hold") && strcmp(argv[1], "exit"))) {
