@@ -645,6 +645,9 @@ class PythonCtypes(unittest.TestCase):
         for (label, py), js in zip(pys, rec.js):
             with self.subTest(python=label):
                 self.assertEqual(js["errors"], [35])  # cudaErrorInsufficientDriver
+                # the workload waited for the uprobe's int3 on cudaLaunchKernel (10 s at most)
+                self.assertTrue(js["probed"], "%s: no uprobe on cudaLaunchKernel within 10 s%s"
+                                % (label, rec.ctx()))
                 n = js["launches"]
                 mine = [(names, v, l) for names, v, l in st if l.get("pid") == js["pid"]]
                 self.assertEqual(total(mine), n, "%s %s%s" % (label, js["python"], rec.ctx()))
