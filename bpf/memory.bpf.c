@@ -396,11 +396,16 @@ int on_mmap_exit_fallback(void *ctx)
 	return 0;
 }
 
-/* An address space torn down: a new one at the same address starts from a new generation. */
+/*
+ * An address space torn down: its generation goes, and a new one at the same address gets
+ * a new value on its first capture (the threads' classifications never match it).
+ */
 SEC("tp_btf/exit_mmap")
 int BPF_PROG(on_exit_mmap, struct mm_struct *mm)
 {
-	vmas_changed((__u64)mm);
+	__u64 key = (__u64)mm;
+
+	bpf_map_delete_elem(&vma_gens, &key);
 	return 0;
 }
 
