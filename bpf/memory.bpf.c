@@ -354,9 +354,10 @@ static __always_inline void release(__u64 start, __u64 len)
  * shmat, ...), still holding it here: a bpf_find_vma racing with the change fails its
  * trylock until then. munmap and shrinking brk/mremap downgrade the lock instead and
  * release it for reading: their syscall exits below count as the change. Loaded where
- * the tracepoint passes (mm, write), since Linux 6.12: before, it formatted the memory
- * cgroup's path on every lock release, which was every page fault before 6.4, and the
- * on_*_fallback programs below take its place.
+ * the tracepoint passes (mm, write), as on 6.18: older kernels (5.11 to at least 6.8)
+ * passed a memory cgroup path that they formatted on every lock release, which was every
+ * page fault before per-VMA locks (6.4); there the on_*_fallback programs below take its
+ * place.
  */
 SEC("tp_btf/mmap_lock_released")
 int BPF_PROG(on_mmap_unlock, struct mm_struct *mm, bool write)

@@ -449,8 +449,9 @@ static int cuda_setup(struct sampler *s)
  * Returns 0 or -errno (logged).
  */
 /*
- * Whether the kernel's mmap_lock_released tracepoint passes (mm, write), as since Linux
- * 6.12 (before, it passed a memory cgroup path that it formatted on every lock release).
+ * Whether the kernel's mmap_lock_released tracepoint passes (mm, write), as on 6.18 (older
+ * kernels, 5.11 to at least 6.8, passed a memory cgroup path that they formatted on every
+ * lock release).
  * MLPROF_TEST_VMA_SYSCALLS=1 says no, so that tests cover the syscall fallback.
  */
 static bool mmap_unlock_usable(void)
