@@ -59,6 +59,17 @@ for s in $SWEEP; do CONFIGS+=("mem$s"); done
 # every page fault of the machine, so another profiler's slows the baseline down too.
 fault_progs() { bpftool perf list 2>/dev/null | grep -c page_fault_user || true; }
 
+# The mlprof command line of configuration $1 (nomem, mem, memold, mem<KiB>: --memory-sample),
+# writing its profile to $2, into the array PROF.
+profiler_argv() {
+	PROF=("$MLPROF" record -o "$2")
+	case $1 in
+	nomem) PROF+=(--no-memory) ;;
+	memold) PROF[0]=$MLPROF_OLD ;;
+	mem?*) PROF+=(--memory-sample "${1#mem}") ;;
+	esac
+}
+
 # One run of configuration $1, repetition $2: appends
 #   cfg wall_s cpu_s allocs bytes minflt tool_cpu_s round_p25_us round_med_us captures lost
 #   other_fault_progs
@@ -73,14 +84,8 @@ run_one() {
 		wl=$("${WL[@]}")
 		;;
 	nomem | mem*)
-		local args=(record --log-level debug -o "$OUT/$cfg.pb.gz") bin=$MLPROF
-		[ "$cfg" = nomem ] && args+=(--no-memory)
-		if [ "$cfg" = memold ]; then
-			bin=$MLPROF_OLD
-		elif [ "${cfg#mem}" != "" ] && [ "$cfg" != nomem ]; then
-			args+=(--memory-sample "${cfg#mem}")
-		fi
-		wl=$("$bin" "${args[@]}" -- "${WL[@]}" 2>"$log")
+		profiler_argv "$cfg" "$OUT/$cfg.pb.gz"
+		wl=$("${PROF[@]}" --log-level debug -- "${WL[@]}" 2>"$log")
 		# captured stacks: the BPF counter (the rate cap can take fewer than MiB / KiB)
 		cap=$(sed -n 's/.*BPF counter memory_samples: \([0-9]*\).*/\1/p' "$log")
 		# (a binary without that counter: MiB brought in / KiB per capture)
@@ -195,13 +200,12 @@ print("raw wall times: " + "; ".join("%s=%s" % (c, ",".join("%.3f" % x for x in 
                                      for c in configs))
 PY
 
-# BPF run-time statistics of the memory programs: one run per mlprof binary.
 # Per-event costs (bench/memcost.c: fastest of many short rounds, under each configuration,
 # COMPONENTS repetitions in a rotated order) and the overhead they add up to at memalloc's
 # event rates (counted once with perf stat, no profiler): a model that a host neighbour
 # cannot blur, next to the measured rows above.
 components() {
-	local ev rates rep cfg i n=0 bin args
+	local ev rates rep cfg i
 	local cfgs=(nomem mem mem1048576)
 	[ -n "$MLPROF_OLD" ] && cfgs+=(memold)
 	ev=$(perf stat -x, -e syscalls:sys_enter_mprotect -e page-faults -- "${WL[@]}" 2>&1 >/dev/null)
@@ -210,14 +214,8 @@ components() {
 	for rep in $(seq "$COMPONENTS"); do
 		for i in "${!cfgs[@]}"; do
 			cfg=${cfgs[$(((i + rep) % ${#cfgs[@]}))]}
-			bin=$MLPROF
-			args=(record -o "$OUT/cost.pb.gz")
-			case $cfg in
-			nomem) args+=(--no-memory) ;;
-			memold) bin=$MLPROF_OLD ;;
-			mem?*) args+=(--memory-sample "${cfg#mem}") ;;
-			esac
-			echo "$cfg $("$bin" "${args[@]}" -- "$OUT/memcost" 30 2>/dev/null)" >>"$OUT/cost.txt"
+			profiler_argv "$cfg" "$OUT/cost.pb.gz"
+			echo "$cfg $("${PROF[@]}" -- "$OUT/memcost" 30 2>/dev/null)" >>"$OUT/cost.txt"
 			rm -f "$OUT"/cost.*pb.gz
 		done
 	done
@@ -254,6 +252,7 @@ if [ "$COMPONENTS" -gt 0 ]; then
 	components
 fi
 
+# BPF run-time statistics of the memory programs: one run per mlprof binary.
 bpf_stats() {
 	local bin=$1 name=$2 prev
 	prev=$(sysctl -n kernel.bpf_stats_enabled)

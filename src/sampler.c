@@ -445,10 +445,6 @@ static int cuda_setup(struct sampler *s)
 }
 
 /*
- * Loads and attaches the memory-growth object (sampled page faults, releases), maps shared.
- * Returns 0 or -errno (logged).
- */
-/*
  * Whether the kernel's mmap_lock_released tracepoint passes (mm, write), as on 6.18 (older
  * kernels, 5.11 to at least 6.8, passed a memory cgroup path that they formatted on every
  * lock release).
@@ -477,6 +473,10 @@ static bool mmap_unlock_usable(void)
 	return usable;
 }
 
+/*
+ * Loads and attaches the memory-growth object (sampled page faults, releases), maps shared.
+ * Returns 0 or -errno (logged).
+ */
 static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 {
 	uint64_t pages = 512 * 1024 / MEM_PAGE_BYTES;
@@ -650,7 +650,6 @@ int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take,
 }
 
 /* See sampler.h. */
-/* See sampler.h. */
 uint64_t sampler__maps_bound_bytes(void)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
@@ -658,6 +657,7 @@ uint64_t sampler__maps_bound_bytes(void)
 	return (24ull << 20) + (uint64_t)(ncpu > 0 ? ncpu : 1) * (256u << 10);
 }
 
+/* See sampler.h. */
 size_t sampler__ringbuf_bytes(size_t want)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
