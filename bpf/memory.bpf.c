@@ -16,11 +16,13 @@
  * anything else (file pages, shared memory, guard pages) does not. The tracepoints run with
  * interrupts off, before the fault is handled.
  *
- * The classification of a mapping is cached per thread until its address space changes.
- * Changes are seen, where the kernel allows, by a BTF raw tracepoint on the release of the
- * mmap write lock (one program run per change, ~0.1 us), not by a pair of syscall
- * tracepoints around every mprotect (measured: ~0.9 us per call, and glibc grows its
- * thread arenas by mprotect, ~15000 times per second in bench/memalloc.c).
+ * The classification of a mapping is cached per thread until a change of its address
+ * space overlaps it (mm_vmas), and a thread's fresh private anonymous mmap is classified
+ * when it is made: most captures need no bpf_find_vma (~14 us each here, see stack_vmas in
+ * capture.bpf.h). Changes are seen, where the kernel allows, by a BTF raw tracepoint on
+ * the release of the mmap write lock (one program run per change, ~0.1 us), not by a pair
+ * of syscall tracepoints around every mprotect (measured: ~0.9 us per call, and glibc grows
+ * its thread arenas by mprotect, ~15000 times per second in bench/memalloc.c).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -41,6 +43,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define PF_WRITE      0x2		    /* arch/x86/include/asm/trap_pf.h: X86_PF_WRITE */
 #define USER_TOP      0x00007ffffffff000ULL /* x86-64 TASK_SIZE_MAX with 4-level paging */
 
+#define READ_ONCE(x)	 (*(const volatile typeof(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
+#ifndef barrier
+#define barrier() asm volatile("" ::: "memory")
+#endif
+
 /* Mean pages faulted in per captured stack (>= 1): each capture weighs that many bytes. */
 const volatile __u64 mem_sample_pages = 512 * 1024 / PAGE_SIZE;
 
@@ -49,6 +57,9 @@ const volatile __u64 mem_sample_pages = 512 * 1024 / PAGE_SIZE;
  * weighted (rate_sample): the capture cost is bounded whatever the fault rate.
  */
 const volatile __u32 mem_budget = 50;
+
+/* Mapping changes seen by syscall exits (true where on_mmap_unlock cannot be loaded). */
+const volatile bool vma_syscalls = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -71,17 +82,176 @@ struct {
 } mem_left SEC(".maps");
 
 /*
+ * Which mappings of an address space changed since a thread classified one of them.
+ *
+ * Each profiled address space (mm) has an epoch and a log of its last VMA_LOG changes of a
+ * known address range (mprotect, munmap, MAP_FIXED, mremap, brk shrinking), numbered by a
+ * sequence. A change whose range is not known (prctl, shmat, madvise flags, exec...) gives
+ * the address space a new epoch instead, and that drops every classification. A mapping
+ * classified at (epoch, seq) is still classified right when the epoch is the same and every
+ * change logged after seq lies outside it: a change elsewhere (glibc growing another
+ * thread's arena by mprotect, another thread's munmap) does not cost the next capture a
+ * bpf_find_vma (see stack_vmas in capture.bpf.h for what one costs). New mappings placed in
+ * a hole (mmap without MAP_FIXED, brk growth) change no existing mapping and are not logged.
+ *
+ * A change is logged after it was made, a classification's snapshot is read before its
+ * lookup: a lookup that raced with a change is never trusted after it. Writers take their
+ * sequence number atomically and tag their slot last (x86 keeps stores in order); a reader
+ * that finds a slot untagged, retagged or overwritten by a newer change stops trusting.
+ */
+#define VMA_LOG 8 /* power of two */
+
+struct vma_change {
+	__u64 start, end; /* [start, end) changed */
+	__u32 seq;	  /* the change's number; 0 while its slot is written */
+	__u32 pad;
+};
+
+struct mm_vmas {
+	__u32 epoch; /* a value of vma_gen_next; 0 until set */
+	__u32 seq;   /* range changes logged so far */
+	struct vma_change log[VMA_LOG];
+};
+
+/*
+ * mm -> its epoch and change log, created by the first capture that classifies a mapping
+ * of it (an address space without an entry has no classifications to drop) and deleted at
+ * exit_mmap. An entry evicted (LRU) or torn down is created again with a new epoch, never
+ * an old one.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct mm_vmas);
+} mm_vmas SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} vma_gen_next SEC(".maps");
+
+/* A value of an entry's epoch never handed out before (0 only if the counter cannot be read). */
+static __always_inline __u32 gen_next(void)
+{
+	__u32 zero = 0, *next = bpf_map_lookup_elem(&vma_gen_next, &zero), gen;
+
+	if (!next)
+		return 0;
+	gen = __sync_fetch_and_add(next, 1) + 1;
+	return gen ? gen : 1;
+}
+
+/* What a classification was made against: the mm's epoch and change count before its lookup. */
+struct vmas_at {
+	__u32 epoch, seq;
+};
+
+static __always_inline void vmas_snapshot(const struct mm_vmas *v, struct vmas_at *at)
+{
+	at->epoch = READ_ONCE(v->epoch);
+	barrier();
+	at->seq = READ_ONCE(v->seq);
+}
+
+/* mm's entry, created (with a new epoch) when it has none; NULL when none could be stored. */
+static const struct mm_vmas mm_vmas_empty;
+
+static __always_inline struct mm_vmas *mm_vmas_get(__u64 mm)
+{
+	struct mm_vmas *v = bpf_map_lookup_elem(&mm_vmas, &mm);
+
+	if (v)
+		return v;
+	/* BPF_NOEXIST: never replace an entry that another thread created meanwhile */
+	bpf_map_update_elem(&mm_vmas, &mm, &mm_vmas_empty, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(&mm_vmas, &mm);
+	if (v && !READ_ONCE(v->epoch))
+		WRITE_ONCE(v->epoch, gen_next());
+	return v;
+}
+
+/* mm's mappings changed where it is not known: every classification made before goes. */
+static __always_inline void vmas_changed(__u64 mm)
+{
+	struct mm_vmas *v = mm ? bpf_map_lookup_elem(&mm_vmas, &mm) : NULL;
+
+	if (v)
+		WRITE_ONCE(v->epoch, gen_next());
+}
+
+/* mm's mappings changed in [start, start + len) (len rounded up to pages). */
+static __always_inline void vmas_range_changed(__u64 mm, __u64 start, __u64 len)
+{
+	struct mm_vmas *v = mm ? bpf_map_lookup_elem(&mm_vmas, &mm) : NULL;
+	struct vma_change *c;
+	__u64 end;
+	__u32 seq;
+
+	if (!v)
+		return;
+	end = start + len + PAGE_SIZE - 1;
+	end = end > start ? end & PAGE_MASK : ~0ULL;
+	seq = __sync_fetch_and_add(&v->seq, 1) + 1;
+	c = &v->log[seq & (VMA_LOG - 1)];
+	WRITE_ONCE(c->seq, 0);
+	barrier();
+	c->start = start & PAGE_MASK;
+	c->end = end;
+	barrier();
+	WRITE_ONCE(c->seq, seq);
+}
+
+/*
+ * Whether [start, end) classified at *at is still classified right in v: the same epoch,
+ * and no change logged since at->seq overlaps it. Then at->seq moves to the changes now
+ * logged, so that the next check starts there.
+ */
+static __always_inline bool vmas_unchanged(struct mm_vmas *v, struct vmas_at *at, __u64 start,
+					   __u64 end)
+{
+	__u32 now, q;
+	int i;
+
+	if (!at->epoch || READ_ONCE(v->epoch) != at->epoch)
+		return false;
+	barrier();
+	now = READ_ONCE(v->seq);
+	if (now - at->seq > VMA_LOG)
+		return false;
+	for (i = 1; i <= VMA_LOG; i++) {
+		struct vma_change *c;
+		__u64 cs, ce;
+
+		q = at->seq + i;
+		if ((__s32)(q - now) > 0)
+			break;
+		c = &v->log[q & (VMA_LOG - 1)];
+		if (READ_ONCE(c->seq) != q)
+			return false;
+		barrier();
+		cs = c->start;
+		ce = c->end;
+		barrier();
+		if (READ_ONCE(c->seq) != q || (cs < end && start < ce))
+			return false;
+	}
+	at->seq = now;
+	return true;
+}
+
+/*
  * The VMA of a fault address as last classified for a thread (tid -> range, its mm, the
- * address space's vma generation then, and whether faults there count), so that captures
- * in the same mapping skip bpf_find_vma (see stack_vmas in capture.bpf.h for its cost).
- * Valid while the generation of its mm (vma_gens) is unchanged: it changes whenever the
- * mappings may have (vmas_changed). The generation is read before the lookup and changes
- * after the mappings did, so a lookup that raced with a change is never trusted after it.
+ * snapshot it was classified at, and whether faults there count), so that captures in the
+ * same mapping skip bpf_find_vma while vmas_unchanged says it still holds.
  */
 struct fault_vma {
 	__u64 start, end, mm;
-	__u32 gen;
+	struct vmas_at at;
 	__u32 counts;
+	__u32 pad;
 };
 
 struct {
@@ -91,104 +261,122 @@ struct {
 	__type(value, struct fault_vma);
 } fault_vmas SEC(".maps");
 
-/*
- * mm -> generation of its mappings, a value of vma_gen_next at its last change: an address
- * space whose entry was evicted (LRU) or torn down gets a new value, never an old one
- * again, and one without an entry has no valid fault_vmas.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, __u32);
-} vma_gens SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} vma_gen_next SEC(".maps");
-
-/* A generation never handed out before (0 only if the counter cannot be read). */
-static __always_inline __u32 gen_next(void)
-{
-	__u32 zero = 0, *next = bpf_map_lookup_elem(&vma_gen_next, &zero), gen;
-
-	if (!next)
-		return 0;
-	/* (an atomic add whose result is used needs BPF ISA v3: the load after it may see a
-	 * concurrent change too, which only makes two changes share a value) */
-	__sync_fetch_and_add(next, 1);
-	gen = *next;
-	return gen ? gen : 1;
-}
-
-/*
- * The generation of mm's mappings for a capture about to look a mapping up, created when
- * mm has none; 0 when none could be stored. The entry is only ever created, written in
- * place (vmas_changed) or evicted, never replaced: a change's write cannot be lost to a
- * replacement carrying an older value.
- */
-static __always_inline __u32 vmas_new_gen(__u64 mm)
-{
-	__u32 gen = gen_next(), *cur;
-
-	if (!gen)
-		return 0;
-	if (!bpf_map_update_elem(&vma_gens, &mm, &gen, BPF_NOEXIST))
-		return gen;
-	/* created meanwhile by another thread: its value is as new */
-	cur = bpf_map_lookup_elem(&vma_gens, &mm);
-	return cur ? *cur : 0;
-}
-
-/*
- * mm's mappings changed (or may have): the classifications made before go. An address
- * space without a generation has none to drop, so the common case is one lookup; else a
- * new value is written in place (no element is allocated).
- */
-static __always_inline void vmas_changed(__u64 mm)
-{
-	__u32 *cur = mm ? bpf_map_lookup_elem(&vma_gens, &mm) : NULL;
-
-	if (cur)
-		*cur = gen_next();
-}
-
-/*
- * Threads inside a syscall that changes their mappings with the mmap lock downgraded
- * (shrinking brk) or, where mmap_lock_released cannot be used, any mapping-changing
- * syscall: marked on entry (tid_mark), taken on exit (tid_mark_take).
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} vma_pending SEC(".maps");
-
-/* The current task's address space, as vma_gens keys it. */
+/* The current task's address space, as mm_vmas keys it. */
 static __always_inline __u64 current_mm(void)
 {
 	return (__u64)bpf_get_current_task_btf()->mm;
 }
 
-/* On entry to a syscall that changes the current process's mappings. */
-static __always_inline void vmas_change_begins(void)
-{
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+#define USER64_CS	 0x33 /* arch/x86/include/asm/segment.h: __USER_CS */
+#define NR_mmap		 9
+#define NR_mprotect	 10
+#define NR_munmap	 11
+#define NR_brk		 12
+#define NR_mremap	 25
+#define NR_clone	 56
+#define NR_fork		 57
+#define NR_vfork	 58
+#define NR_clone3	 435
+#define NR_pkey_mprotect 329
+#define MREMAP_FIXED	 2
 
-	if (tgid && pid_wanted(tgid))
-		tid_mark(&vma_pending);
+#define PROT_WRITE    0x2
+#define MAP_TYPE      0x0f
+#define MAP_PRIVATE   0x02
+#define MAP_ANONYMOUS 0x20
+#define MAP_HUGETLB   0x40000
+
+/*
+ * An mmap of the current thread, of mm's own task, with the mmap lock still held for
+ * writing after it made the mapping: a private writable anonymous one (memory that faults
+ * will bring in, the next faults of this thread most likely) becomes the thread's
+ * classified mapping, so that its first capture needs no bpf_find_vma. Its address is
+ * only known when the syscall returns: until then the entry has an empty range, which
+ * matches no fault, and on_mmap_exit fills it in. The snapshot is taken here: a change of
+ * the new mapping by another thread after the lock is released is logged after it.
+ */
+static __always_inline void fresh_mapping_begins(__u64 mm, const struct pt_regs *regs)
+{
+	struct fault_vma fv = {.mm = mm, .counts = 1};
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct mm_vmas *v;
+
+	if ((regs->r10 & (MAP_TYPE | MAP_ANONYMOUS | MAP_HUGETLB)) !=
+		    (MAP_PRIVATE | MAP_ANONYMOUS) ||
+	    !(regs->dx & PROT_WRITE) || !pid_wanted(id >> 32))
+		return;
+	v = mm_vmas_get(mm);
+	if (!v)
+		return;
+	vmas_snapshot(v, &fv.at);
+	bpf_map_update_elem(&fault_vmas, &tid, &fv, BPF_ANY);
 }
 
-/* On exit from a marked syscall: the mappings changed. */
-static __always_inline void vmas_change_ends(void)
+/*
+ * The current thread changed mm's mappings (seen with its mmap lock held for writing, or at
+ * the exit of a syscall that changes them): the change is logged by the range its syscall's
+ * arguments give, or as a change of everything when that is not known. The arguments are
+ * read from the registers saved at syscall entry (still there at exit): a 64-bit syscall of
+ * mm's own task, anything else (a 32-bit process, a page fault growing the stack, a kernel
+ * thread working on another mm) changes everything.
+ */
+static __always_inline void vmas_syscall_changed(__u64 mm)
 {
-	if (tid_mark_take(&vma_pending))
-		vmas_changed(current_mm());
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs;
+
+	if (!mm)
+		return;
+	if ((__u64)task->mm != mm || (task->flags & PF_KTHREAD))
+		goto all;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || regs->cs != USER64_CS)
+		goto all;
+	switch (regs->orig_ax) {
+	case NR_mmap:
+		/* without MAP_FIXED a new mapping goes into a hole */
+		if (regs->r10 & MAP_FIXED)
+			vmas_range_changed(mm, regs->di, regs->si);
+		fresh_mapping_begins(mm, regs);
+		return;
+	case NR_mremap:
+		/* the old range; a move without MREMAP_FIXED goes into a hole */
+		if (regs->r10 & MREMAP_FIXED)
+			goto all;
+		break;
+	case NR_brk:
+		/* growing into a hole; shrinking is logged at its exit (on_brk_exit) */
+		return;
+	case NR_clone:
+	case NR_fork:
+	case NR_vfork:
+	case NR_clone3:
+		/* copying the parent's mappings to a child leaves them as they were */
+		return;
+	case NR_mprotect:
+	case NR_munmap:
+	case NR_pkey_mprotect:
+		break;
+	default:
+		goto all;
+	}
+	vmas_range_changed(mm, regs->di, regs->si);
+	return;
+all:
+	vmas_changed(mm);
 }
+
+/*
+ * Threads inside a brk that shrinks the heap: tid -> the old end, from entry to exit (an
+ * LRU hash, so that a thread killed inside the syscall only leaves an entry to be evicted).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} brk_shrinks SEC(".maps");
 
 /* A random gap in write faults, uniform in [1, 2 * mem_sample_pages - 1]: mean mem_sample_pages. */
 static __always_inline __s64 next_gap(struct fault_countdown *fc)
@@ -244,11 +432,12 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 {
 	__u64 id = bpf_get_current_pid_tgid(), sp = uregs ? uregs->sp : 0, stack_end = 0;
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = id >> 32, tid = (__u32)id, *gen;
+	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct fault_vma *fv, nfv = {};
 	struct stack_vma sv = {};
 	struct vma_info vi = {};
 	struct mlprof_sample *rec;
+	struct mm_vmas *v;
 	__u32 weight;
 	long err;
 
@@ -261,12 +450,10 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 	if (uregs && !stack_vma_get(task, sp, false, &sv))
 		stack_end = sv.end;
 	nfv.mm = (__u64)task->mm;
+	v = mm_vmas_get(nfv.mm);
 	fv = bpf_map_lookup_elem(&fault_vmas, &tid);
-	gen = bpf_map_lookup_elem(&vma_gens, &nfv.mm);
-	/* read before the lookup below (see fault_vma) */
-	nfv.gen = gen ? *gen : 0;
-	if (fv && nfv.gen && fv->gen == nfv.gen && fv->mm == nfv.mm && fv->start <= addr &&
-	    addr < fv->end) {
+	if (v && fv && fv->mm == nfv.mm && fv->start <= addr && addr < fv->end &&
+	    vmas_unchanged(v, &fv->at, fv->start, fv->end)) {
 		if (!fv->counts)
 			return;
 		goto capture;
@@ -274,8 +461,9 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 	/* a fault on the thread's own stack (it grew): anonymous, writable */
 	if (stack_end && sv.start <= addr && addr < sv.end)
 		goto capture;
-	if (!nfv.gen)
-		nfv.gen = vmas_new_gen(nfv.mm);
+	/* read before the lookup below (see mm_vmas) */
+	if (v)
+		vmas_snapshot(v, &nfv.at);
 	err = find_vma_info(task, addr, &vi);
 	if (err == -ENOENT)
 		return; /* no mapping there: the fault raises SIGSEGV (or grows the stack) */
@@ -287,7 +475,7 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 	nfv.start = vi.start;
 	nfv.end = vi.end;
 	nfv.counts = !vi.file && (vi.flags & (VM_WRITE | VM_SHARED)) == VM_WRITE;
-	if (nfv.gen)
+	if (nfv.at.epoch)
 		bpf_map_update_elem(&fault_vmas, &tid, &nfv, BPF_ANY);
 	if (!nfv.counts)
 		return;
@@ -353,60 +541,65 @@ static __always_inline void release(__u64 start, __u64 len)
  * releases it after the change (mmap, mprotect, mremap, MAP_FIXED, brk growth, prctl,
  * shmat, ...), still holding it here: a bpf_find_vma racing with the change fails its
  * trylock until then. munmap and shrinking brk/mremap downgrade the lock instead and
- * release it for reading: their syscall exits below count as the change. Loaded where
- * the tracepoint passes (mm, write), as on 6.18: older kernels (5.11 to at least 6.8)
- * passed a memory cgroup path that they formatted on every lock release, which was every
- * page fault before per-VMA locks (6.4); there the on_*_fallback programs below take its
- * place.
+ * release it for reading: their syscall exits below log them. Loaded where the tracepoint
+ * passes (mm, write), as on 6.18: older kernels (5.11 to at least 6.8) passed a memory
+ * cgroup path that they formatted on every lock release, which was every page fault before
+ * per-VMA locks (6.4); there the on_*_fallback programs below take its place.
  */
 SEC("tp_btf/mmap_lock_released")
 int BPF_PROG(on_mmap_unlock, struct mm_struct *mm, bool write)
 {
 	if (write)
-		vmas_changed((__u64)mm);
+		vmas_syscall_changed((__u64)mm);
 	return 0;
 }
 
-/* Where on_mmap_unlock is not loaded: the syscalls that change mappings most often. */
-SEC("tp/syscalls/sys_enter_mprotect")
-int on_mprotect_fallback(struct trace_event_raw_sys_enter *ctx)
-{
-	vmas_change_begins();
-	return 0;
-}
-
+/* Where on_mmap_unlock is not loaded: the exits of the syscalls that change mappings most. */
 SEC("tp/syscalls/sys_exit_mprotect")
 int on_mprotect_exit_fallback(void *ctx)
 {
-	vmas_change_ends();
-	return 0;
-}
-
-SEC("tp/syscalls/sys_enter_mmap")
-int on_mmap_fallback(struct trace_event_raw_sys_enter *ctx)
-{
-	if (ctx->args[3] & MAP_FIXED)
-		vmas_change_begins();
-	return 0;
-}
-
-SEC("tp/syscalls/sys_exit_mmap")
-int on_mmap_exit_fallback(void *ctx)
-{
-	vmas_change_ends();
+	vmas_syscall_changed(current_mm());
 	return 0;
 }
 
 /*
- * An address space torn down: its generation goes, and a new one at the same address gets
- * a new value on its first capture (the threads' classifications never match it).
+ * An mmap returns: the address of a fresh mapping that fresh_mapping_begins made the
+ * thread's classified one (where on_mmap_unlock is not loaded, the change is logged and
+ * the mapping classified here, after the change).
+ */
+SEC("tp/syscalls/sys_exit_mmap")
+int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 mm = current_mm(), addr = ctx->ret;
+	struct fault_vma *fv;
+	struct pt_regs *regs;
+
+	if (vma_syscalls)
+		vmas_syscall_changed(mm);
+	fv = bpf_map_lookup_elem(&fault_vmas, &tid);
+	if (!fv || fv->start != fv->end || fv->mm != mm)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs || addr >= USER_TOP || (addr & ~PAGE_MASK) || !regs->si) {
+		bpf_map_delete_elem(&fault_vmas, &tid); /* failed */
+		return 0;
+	}
+	fv->end = addr + ((regs->si + PAGE_SIZE - 1) & PAGE_MASK);
+	fv->start = addr;
+	return 0;
+}
+
+/*
+ * An address space torn down: its entry goes, and a new one at the same address gets a
+ * new epoch on its first capture (the threads' classifications never match it).
  */
 SEC("tp_btf/exit_mmap")
 int BPF_PROG(on_exit_mmap, struct mm_struct *mm)
 {
 	__u64 key = (__u64)mm;
 
-	bpf_map_delete_elem(&vma_gens, &key);
+	bpf_map_delete_elem(&mm_vmas, &key);
 	return 0;
 }
 
@@ -421,21 +614,34 @@ int on_munmap(struct trace_event_raw_sys_enter *ctx)
 SEC("tp/syscalls/sys_exit_munmap")
 int on_munmap_exit(void *ctx)
 {
-	vmas_changed(current_mm());
+	vmas_syscall_changed(current_mm());
 	return 0;
 }
 
 SEC("tp/syscalls/sys_exit_mremap")
 int on_mremap_exit(void *ctx)
 {
-	vmas_changed(current_mm());
+	vmas_syscall_changed(current_mm());
 	return 0;
 }
 
 SEC("tp/syscalls/sys_exit_brk")
 int on_brk_exit(void *ctx)
 {
-	vmas_change_ends();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *old = bpf_map_lookup_elem(&brk_shrinks, &tid), want, end;
+	struct pt_regs *regs;
+
+	if (!old)
+		return 0;
+	end = *old;
+	bpf_map_delete_elem(&brk_shrinks, &tid);
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	want = regs ? regs->di : 0;
+	if (want && want < end)
+		vmas_range_changed(current_mm(), want, end - want);
+	else
+		vmas_changed(current_mm());
 	return 0;
 }
 
@@ -459,7 +665,10 @@ int on_brk(struct trace_event_raw_sys_enter *ctx)
 		return 0;
 	cur = BPF_CORE_READ(task, mm, brk);
 	if (want && want < cur) {
-		vmas_change_begins();
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+		if (pid_wanted(bpf_get_current_pid_tgid() >> 32))
+			bpf_map_update_elem(&brk_shrinks, &tid, &cur, BPF_ANY);
 		release(want, cur - want);
 	}
 	return 0;

@@ -501,10 +501,8 @@ static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 		o->rodata->mem_budget = cfg->memory_budget;
 	unlock = mmap_unlock_usable();
 	bpf_program__set_autoload(o->progs.on_mmap_unlock, unlock);
-	bpf_program__set_autoload(o->progs.on_mprotect_fallback, !unlock);
 	bpf_program__set_autoload(o->progs.on_mprotect_exit_fallback, !unlock);
-	bpf_program__set_autoload(o->progs.on_mmap_fallback, !unlock);
-	bpf_program__set_autoload(o->progs.on_mmap_exit_fallback, !unlock);
+	o->rodata->vma_syscalls = !unlock;
 
 	err = share_capture(s, o, "memory");
 	if (err)

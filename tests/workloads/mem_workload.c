@@ -29,6 +29,8 @@
  *       stack copy size, whose frames must all be unwound; then exits
  */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -220,6 +222,57 @@ __attribute__((noinline)) void fixed_chain(size_t len)
 	__asm__ volatile("" ::: "memory");
 }
 
+/*
+ * Private anonymous memory that one thread maps and writes half of, another thread maps
+ * shared memory over the other half of (MAP_FIXED), and the first thread then writes: the
+ * first half counts, the second must not (a classification that the first thread made
+ * before another thread's change must not be trusted after it).
+ */
+NAMED_TOUCH(cross_private)
+NAMED_TOUCH(cross_shared)
+
+static struct {
+	char *p;
+	size_t len;
+	sem_t half_written, remapped;
+} cross;
+
+static void *cross_writer(void *arg)
+{
+	(void)arg;
+	cross.p = map_anon(cross.len);
+	cross_private(cross.p, cross.len / 2);
+	sem_post(&cross.half_written);
+	while (sem_wait(&cross.remapped) != 0)
+		;
+	cross_shared(cross.p + cross.len / 2, cross.len / 2);
+	return NULL;
+}
+
+__attribute__((noinline)) void cross_chain(size_t len)
+{
+	pthread_t t;
+	void *q;
+
+	cross.len = len;
+	if (sem_init(&cross.half_written, 0, 0) || sem_init(&cross.remapped, 0, 0) ||
+	    pthread_create(&t, NULL, cross_writer, NULL)) {
+		perror("mem_workload: cross_chain");
+		exit(1);
+	}
+	while (sem_wait(&cross.half_written) != 0)
+		;
+	q = mmap(cross.p + len / 2, len / 2, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (q != cross.p + len / 2) {
+		perror("mem_workload: mmap MAP_FIXED");
+		exit(1);
+	}
+	sem_post(&cross.remapped);
+	pthread_join(t, NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
 /* Private anonymous memory mapped PROT_NONE and made writable page by page, by a SIGSEGV
  * handler, as a write reaches it (as garbage collectors and guard-page allocators do):
  * each page's first write fault is refused and brings nothing in, the retry after the
@@ -316,11 +369,14 @@ int main(int argc, char **argv)
 		reuse_chain((size_t)mib * MIB);
 		fixed_chain((size_t)mib * MIB);
 		protect_chain((size_t)mib * MIB);
+		cross_chain((size_t)mib * MIB);
 		run_keep((size_t)keep * MIB);
 		printf("{\"mode\":\"other\",\"kept_bytes\":%ld,\"other_bytes\":%ld,"
 		       "\"reused_private_bytes\":%ld,\"fixed_private_bytes\":%ld,"
-		       "\"protected_bytes\":%ld,\"minor_faults\":%ld}\n",
-		       keep * MIB, 4 * mib * MIB, mib * MIB, mib * MIB, mib * MIB, minflt() - flt);
+		       "\"protected_bytes\":%ld,\"cross_private_bytes\":%ld,"
+		       "\"minor_faults\":%ld}\n",
+		       keep * MIB, 4 * mib * MIB + mib * MIB / 2, mib * MIB, mib * MIB, mib * MIB,
+		       mib * MIB / 2, minflt() - flt);
 		return 0;
 	}
 	if (argc != 5 || (strcmp(argv[1], "hold") && strcmp(argv[1], "exit"))) {
