@@ -5,10 +5,13 @@
 #   2048 small mallocs/frees plus one 4 MiB malloc written page by page and freed (a fresh
 #   mmap: 1024 write faults, then munmap): >= 10^6 small allocations/s and >= 1 GiB/s of
 #   page faults on an idle 2-core VM. Run alone, under `mlprof record --no-memory`, under
-#   `mlprof record` (memory-growth profile on, default --memory-sample 512), and under
+#   `mlprof record` (memory-growth profile on, default --memory-sample 512 and
+#   --memory-max-faults: above that fault rate the page-fault programs are attached in
+#   random slots only), `mlprof record --memory-max-faults 0` (always attached), and under
 #   `perf record -e exceptions:page_fault_user -g` (the peer: a stack for every fault),
-#   plus `mlprof record --memory-sample N` for each N in SWEEP (what the cost is made of:
-#   1048576 KiB captures almost nothing, so it leaves the per-fault BPF cost alone).
+#   plus `mlprof record --memory-sample N --memory-max-faults 0` for each N in SWEEP (what
+#   the cost is made of: 1048576 KiB captures almost nothing, so it leaves the per-fault BPF
+#   cost alone).
 # Each repetition runs every configuration once, in a rotated order; medians over the
 # repetitions. The budget row (memory on vs --no-memory) is the median of per-repetition
 # ratios: on a shared VM the machine's speed drifts between repetitions by more than the
@@ -51,7 +54,7 @@ command -v perf >/dev/null ||
 cc -O2 -fomit-frame-pointer -pthread -o "$OUT/memalloc" bench/memalloc.c
 WL=("$OUT/memalloc" "$THREADS" "$ROUNDS" "$SMALL" "$BLOCK_KIB")
 
-CONFIGS=(base nomem mem perf)
+CONFIGS=(base nomem mem memall perf)
 [ -n "$MLPROF_OLD" ] && CONFIGS+=(memold)
 for s in $SWEEP; do CONFIGS+=("mem$s"); done
 
@@ -59,25 +62,27 @@ for s in $SWEEP; do CONFIGS+=("mem$s"); done
 # every page fault of the machine, so another profiler's slows the baseline down too.
 fault_progs() { bpftool perf list 2>/dev/null | grep -c page_fault_user || true; }
 
-# The mlprof command line of configuration $1 (nomem, mem, memold, mem<KiB>: --memory-sample),
-# writing its profile to $2, into the array PROF.
+# The mlprof command line of configuration $1 (nomem, mem, memall: the page-fault programs
+# always attached, memold, mem<KiB>: --memory-sample, always attached), writing its profile
+# to $2, into the array PROF.
 profiler_argv() {
 	PROF=("$MLPROF" record -o "$2")
 	case $1 in
 	nomem) PROF+=(--no-memory) ;;
+	memall) PROF+=(--memory-max-faults 0) ;;
 	memold) PROF[0]=$MLPROF_OLD ;;
-	mem?*) PROF+=(--memory-sample "${1#mem}") ;;
+	mem?*) PROF+=(--memory-sample "${1#mem}" --memory-max-faults 0) ;;
 	esac
 }
 
 # One run of configuration $1, repetition $2: appends
 #   cfg wall_s cpu_s allocs bytes minflt tool_cpu_s round_p25_us round_med_us captures lost
-#   other_fault_progs
+#   other_fault_progs watched_pct
 # to $OUT/runs.txt (tool_cpu_s: the profiler's CPU while the workload ran, as the workload
 # read it from /proc/PPID/stat; the BPF programs run in the faulting thread and count in
 # the workload's own CPU).
 run_one() {
-	local cfg=$1 rep=$2 log="$OUT/$1.$2.log" wl cap=0 lost=0 others
+	local cfg=$1 rep=$2 log="$OUT/$1.$2.log" wl cap=0 lost=0 others watched=100
 	others=$(fault_progs)
 	case $cfg in
 	base)
@@ -93,6 +98,9 @@ run_one() {
 			's/^mlprof: memory: \([0-9.]*\) MiB .*sampled every \([0-9]*\) KiB.*/\1 \2/p' \
 			"$log" | awk '{printf "%d", $1 * 1024 / $2 + 0.5}')
 		cap=${cap:-0}
+		# the share of the time the page-fault programs were attached (--memory-max-faults)
+		watched=$(sed -n 's/.*page faults watched \([0-9]*\)% of the time.*/\1/p' "$log")
+		watched=${watched:-100}
 		rm -f "$OUT/$cfg".*pb.gz "$OUT/$cfg".*html
 		;;
 	perf)
@@ -104,7 +112,7 @@ run_one() {
 		rm -f "$OUT/perf.data" "$OUT/perf.data.old"
 		;;
 	esac
-	echo "$cfg $wl $cap $lost $others" >>"$OUT/runs.txt"
+	echo "$cfg $wl $cap $lost $others $watched" >>"$OUT/runs.txt"
 }
 
 start=$(date +%s)
@@ -142,11 +150,12 @@ def se_med(xs):
 col = lambda cfg, i: [r[i] for r in runs[cfg]]
 names = {"base": "baseline", "nomem": "mlprof record --no-memory",
          "mem": "mlprof record (memory on, 512 KiB)",
+         "memall": "mlprof record --memory-max-faults 0 (page-fault programs always attached)",
          "memold": "MLPROF_OLD record (memory on, 512 KiB)",
          "perf": "perf record -e exceptions:page_fault_user -g"}
 for c in configs:
-    if c.startswith("mem") and c not in ("mem", "memold"):
-        names[c] = "mlprof record --memory-sample %s" % c[3:]
+    if c.startswith("mem") and c not in ("mem", "memold", "memall"):
+        names[c] = "mlprof record --memory-sample %s --memory-max-faults 0" % c[3:]
 b = med(col("base", 0))
 print("| metric | " + " | ".join(names[c] for c in configs) + " |")
 print("|---" * (len(configs) + 1) + "|")
@@ -187,6 +196,8 @@ row("page faults/s (k), GiB/s", lambda c: "%.0f, %.2f" % (
     med([r[4] / r[0] for r in runs[c]]) / 1e3, med([r[3] / r[0] for r in runs[c]]) / 2**30))
 row("profiler CPU while the workload ran (median, s)",
     lambda c: "-" if c == "base" else "%.2f" % med(col(c, 5)))
+row("page-fault programs attached (% of the time, median)",
+    lambda c: "%d%%" % med(col(c, 11)) if c.startswith("mem") else "-")
 row("stacks captured (median)", lambda c: "-" if c in ("base", "nomem") else
     "%d" % med(col(c, 8)) + (" (lost %d)" % med(col(c, 9)) if c == "perf" else ""))
 print()
@@ -206,7 +217,7 @@ PY
 # cannot blur, next to the measured rows above.
 components() {
 	local ev rates rep cfg i
-	local cfgs=(nomem mem mem1048576)
+	local cfgs=(nomem memall mem1048576)
 	[ -n "$MLPROF_OLD" ] && cfgs+=(memold)
 	ev=$(perf stat -x, -e syscalls:sys_enter_mprotect -e page-faults -- "${WL[@]}" 2>&1 >/dev/null)
 	rates="$(awk -F, '/sys_enter_mprotect/ {m = $1} /page-faults/ {f = $1} END {print m, f}' <<<"$ev")"
@@ -245,6 +256,15 @@ for c in cfgs:
     implied = ((f - f0) * faults + (m - m0) * mprot) / 1e9 / cpu
     print("| %s | %.0f | %+.0f | %.0f | %+.0f | %s |" % (
         c, f, f - f0, m, m - m0, "-" if c == "nomem" else "%+.1f%%" % (implied * 100)))
+# the default configuration: memall's costs, its faults seen only while attached
+watched = [float(l.split()[12]) / 100 for l in open(runs) if l.startswith("mem ")]
+if watched and "memall" in cost:
+    w = statistics.median(watched)
+    f, m = med("memall", 0), med("memall", 1)
+    print("| mem (memall's costs, faults seen %.0f%% of the time as in the runs above) | "
+          "- | %+.0f | - | %+.0f | %+.1f%% |" % (
+              w * 100, (f - f0) * w, m - m0,
+              ((f - f0) * w * faults + (m - m0) * mprot) / 1e9 / cpu * 100))
 PY
 }
 if [ "$COMPONENTS" -gt 0 ]; then

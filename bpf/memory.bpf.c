@@ -58,6 +58,13 @@ const volatile __u64 mem_sample_pages = 512 * 1024 / PAGE_SIZE;
  */
 const volatile __u32 mem_budget = 50;
 
+/*
+ * Factor (WEIGHT_ONE = 1) on every capture's weight, set by user space: 1/d while the
+ * page-fault programs are attached in only a fraction d of random time slots (above
+ * --memory-max-faults, see src/fault_duty.h), else 1.
+ */
+volatile __u32 mem_duty_weight = WEIGHT_ONE;
+
 /* Mapping changes seen by syscall exits (true where on_mmap_unlock cannot be loaded). */
 const volatile bool vma_syscalls = false;
 
@@ -173,19 +180,22 @@ static __always_inline struct mm_vmas *mm_vmas_get(__u64 mm)
 	return v;
 }
 
-/* mm's mappings changed where it is not known: every classification made before goes. */
-static __always_inline void vmas_changed(__u64 mm)
+/* The entry of mm, NULL when it has none (no classification of its mappings to drop). */
+static __always_inline struct mm_vmas *mm_vmas_of(__u64 mm)
 {
-	struct mm_vmas *v = mm ? bpf_map_lookup_elem(&mm_vmas, &mm) : NULL;
+	return mm ? bpf_map_lookup_elem(&mm_vmas, &mm) : NULL;
+}
 
+/* v's mappings changed where it is not known: every classification made before goes. */
+static __always_inline void vmas_changed(struct mm_vmas *v)
+{
 	if (v)
 		WRITE_ONCE(v->epoch, gen_next());
 }
 
-/* mm's mappings changed in [start, start + len) (len rounded up to pages). */
-static __always_inline void vmas_range_changed(__u64 mm, __u64 start, __u64 len)
+/* v's mappings changed in [start, start + len) (len rounded up to pages). */
+static __always_inline void vmas_range_changed(struct mm_vmas *v, __u64 start, __u64 len)
 {
-	struct mm_vmas *v = mm ? bpf_map_lookup_elem(&mm_vmas, &mm) : NULL;
 	struct vma_change *c;
 	__u64 end;
 	__u32 seq;
@@ -295,18 +305,19 @@ static __always_inline __u64 current_mm(void)
  * matches no fault, and on_mmap_exit fills it in. The snapshot is taken here: a change of
  * the new mapping by another thread after the lock is released is logged after it.
  */
-static __always_inline void fresh_mapping_begins(__u64 mm, const struct pt_regs *regs)
+static __always_inline void fresh_mapping_begins(__u64 mm, struct mm_vmas *v,
+						 const struct pt_regs *regs)
 {
 	struct fault_vma fv = {.mm = mm, .counts = 1};
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct mm_vmas *v;
 
 	if ((regs->r10 & (MAP_TYPE | MAP_ANONYMOUS | MAP_HUGETLB)) !=
 		    (MAP_PRIVATE | MAP_ANONYMOUS) ||
 	    !(regs->dx & PROT_WRITE) || !pid_wanted(id >> 32))
 		return;
-	v = mm_vmas_get(mm);
+	if (!v)
+		v = mm_vmas_get(mm);
 	if (!v)
 		return;
 	vmas_snapshot(v, &fv.at);
@@ -319,14 +330,16 @@ static __always_inline void fresh_mapping_begins(__u64 mm, const struct pt_regs 
  * arguments give, or as a change of everything when that is not known. The arguments are
  * read from the registers saved at syscall entry (still there at exit): a 64-bit syscall of
  * mm's own task, anything else (a 32-bit process, a page fault growing the stack, a kernel
- * thread working on another mm) changes everything.
+ * thread working on another mm) changes everything. An address space without an entry
+ * has nothing to drop: only a fresh mapping of a profiled process is of interest there.
  */
 static __always_inline void vmas_syscall_changed(__u64 mm)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_vmas *v = mm_vmas_of(mm);
 	struct pt_regs *regs;
 
-	if (!mm)
+	if (!v && (!mm || !pid_wanted(bpf_get_current_pid_tgid() >> 32)))
 		return;
 	if ((__u64)task->mm != mm || (task->flags & PF_KTHREAD))
 		goto all;
@@ -337,8 +350,8 @@ static __always_inline void vmas_syscall_changed(__u64 mm)
 	case NR_mmap:
 		/* without MAP_FIXED a new mapping goes into a hole */
 		if (regs->r10 & MAP_FIXED)
-			vmas_range_changed(mm, regs->di, regs->si);
-		fresh_mapping_begins(mm, regs);
+			vmas_range_changed(v, regs->di, regs->si);
+		fresh_mapping_begins(mm, v, regs);
 		return;
 	case NR_mremap:
 		/* the old range; a move without MREMAP_FIXED goes into a hole */
@@ -361,10 +374,10 @@ static __always_inline void vmas_syscall_changed(__u64 mm)
 	default:
 		goto all;
 	}
-	vmas_range_changed(mm, regs->di, regs->si);
+	vmas_range_changed(v, regs->di, regs->si);
 	return;
 all:
-	vmas_changed(mm);
+	vmas_changed(v);
 }
 
 /*
@@ -438,7 +451,8 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 	struct vma_info vi = {};
 	struct mlprof_sample *rec;
 	struct mm_vmas *v;
-	__u32 weight;
+	__u32 weight, duty;
+	__u64 value;
 	long err;
 
 	if (!tgid || !pid_wanted(tgid))
@@ -483,8 +497,10 @@ static __always_inline void capture_fault(void *ctx, __u64 addr, const struct x8
 		stack_end = vi.end;
 capture:
 	stat_inc(MLPROF_STAT_MEM_SAMPLES);
-	rec = rec_begin(MLPROF_SK_MEMORY, tgid, tid,
-			mem_sample_pages * PAGE_SIZE * weight / WEIGHT_ONE);
+	value = mem_sample_pages * PAGE_SIZE * weight / WEIGHT_ONE;
+	duty = mem_duty_weight;
+	value = value / WEIGHT_ONE * duty + value % WEIGHT_ONE * duty / WEIGHT_ONE;
+	rec = rec_begin(MLPROF_SK_MEMORY, tgid, tid, value);
 	if (!rec)
 		return;
 	rec->aux[0] = addr & PAGE_MASK;
@@ -639,9 +655,9 @@ int on_brk_exit(void *ctx)
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	want = regs ? regs->di : 0;
 	if (want && want < end)
-		vmas_range_changed(current_mm(), want, end - want);
+		vmas_range_changed(mm_vmas_of(current_mm()), want, end - want);
 	else
-		vmas_changed(current_mm());
+		vmas_changed(mm_vmas_of(current_mm()));
 	return 0;
 }
 

@@ -120,6 +120,10 @@ static const struct opt opts[] = {
 	       "memory-growth stack captures per CPU per second; above it the sampled faults are "
 	       "sampled again and weighted",
 	       0, 10, 1000000),
+	O_UINT("memory-max-faults", memory_max_faults, "100000", "N",
+	       "page faults per busy CPU per second above which the page-fault programs run in "
+	       "random 20 ms slots only, weighted (0: always)",
+	       0, 0, 100000000),
 	O_BOOL("python", python, "true",
 	       "read Python frames of CPython 3.10-3.14 processes (interleaved with native frames)",
 	       0),

@@ -31,8 +31,9 @@ struct agent_config {
 	bool offcpu;	   /* off-CPU profile */
 	char *cuda;	   /* CUDA/NCCL families: all, none or a list */
 	unsigned int cuda_rate;
-	unsigned int memory_rate; /* memory-growth captures per CPU per second */
-	bool memory;		  /* memory-growth profile */
+	unsigned int memory_rate;	/* memory-growth captures per CPU per second */
+	unsigned int memory_max_faults; /* page faults per busy CPU per second seen whole */
+	bool memory;			/* memory-growth profile */
 	unsigned int memory_sample_kib;
 	unsigned int offcpu_min_us;
 	unsigned int offcpu_rate; /* captures per CPU per second */

@@ -61,6 +61,7 @@ enum {
 	M_CUDA_LIBS,
 	M_UNWIND_FP,
 	M_UNWIND_FP_FAIL,
+	M_MEM_WATCHED,
 	M__COUNT
 };
 
@@ -113,6 +114,9 @@ static const struct {
 	[M_MEM_INUSE] = {"mlprof_memory_inuse_bytes", METRIC_GAUGE,
 			 "Memory brought in by page faults and still in use at the end of the last "
 			 "window, by service (sampled estimate; alert on steady growth)"},
+	[M_MEM_WATCHED] = {"mlprof_memory_fault_watch_ratio", METRIC_GAUGE,
+			   "Fraction of the time the memory-growth page-fault programs are "
+			   "attached (1; less above --memory-max-faults, captures then weighted)"},
 	[M_GPU_INUSE] = {"mlprof_gpu_memory_inuse_bytes", METRIC_GAUGE,
 			 "GPU memory allocated and not freed at the end of the last window, by "
 			 "service"},
@@ -183,6 +187,7 @@ static void collect(struct metrics *m, void *ctx)
 		metrics__set(m, id[inuse[i].kind == MLPROF_SK_MEMORY ? M_MEM_INUSE : M_GPU_INUSE],
 			     "service_name", inuse[i].service, (double)inuse[i].bytes, 0);
 	metrics__set(m, id[M_CUDA_LIBS], NULL, NULL, (double)ps.cuda.libs_attached, 0);
+	metrics__set(m, id[M_MEM_WATCHED], NULL, NULL, ps.mem_duty.duty, 0);
 	if (a->exp)
 		exporter__stats(a->exp, &es);
 

@@ -788,6 +788,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	scfg.memory = cfg->memory;
 	scfg.memory_sample_bytes = cfg->memory_sample_bytes;
 	scfg.memory_budget = cfg->memory_budget;
+	scfg.memory_max_faults = cfg->memory_max_faults;
 	pl->sampler = sampler__new(&scfg, on_event, pl);
 	if (!pl->sampler) {
 		err = -errno;
@@ -886,6 +887,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 
 	memset(out, 0, sizeof(*out));
 	sampler__stats(pl->sampler, out->bpf);
+	sampler__memory_duty(pl->sampler, &out->mem_duty);
 	out->samples = pl->samples;
 	memcpy(out->unwind_ends, pl->unwind_ends, sizeof(out->unwind_ends));
 	unwinder__stats(pl->unwinder, &out->unwind);

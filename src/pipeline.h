@@ -11,6 +11,7 @@
 #include <mlprof/sample.h>
 
 #include "cuda.h"
+#include "fault_duty.h"
 #include "frame.h"
 #include "memtrack.h"
 #include "python.h"
@@ -57,6 +58,7 @@ struct pipeline_config {
 	bool memory;		      /* memory growth (MLPROF_SK_MEMORY) */
 	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack (0 = 512 KiB) */
 	uint32_t memory_budget;	      /* memory stack captures per CPU per 100 ms (0 = 50) */
+	uint64_t memory_max_faults;   /* see sampler_config (0: fault programs always attached) */
 };
 
 /* What the sink learns about a sample besides its frames. */
@@ -95,9 +97,10 @@ struct pipeline_stats {
 	uint64_t procs_cached, proc_evictions, elf_files;
 	struct python_stats python;		       /* zero when Python frames are off */
 	uint64_t offcpu_pending, offcpu_pending_bytes; /* off-CPU samples waiting for their end */
-	uint64_t offcpu_unmatched; /* ends without their sample, samples without their end */
-	uint64_t offcpu_dropped;   /* waiting samples dropped by the bound */
-	struct memtrack_stats mem; /* in-use views (device allocations, memory growth) */
+	uint64_t offcpu_unmatched;	  /* ends without their sample, samples without their end */
+	uint64_t offcpu_dropped;	  /* waiting samples dropped by the bound */
+	struct memtrack_stats mem;	  /* in-use views (device allocations, memory growth) */
+	struct fault_duty_stats mem_duty; /* the page-fault programs' duty cycle */
 	struct cuda_stats cuda;
 };
 

@@ -51,11 +51,12 @@ struct record_opts {
 	enum pipeline_lines source_lines; /* native source lines from DWARF */
 	bool offcpu;			  /* also profile off-CPU time */
 	unsigned long offcpu_min_us;
-	unsigned long offcpu_rate; /* off-CPU stack captures per CPU per second */
-	struct cuda_config cuda;   /* CUDA/NCCL probe families (default: all) */
-	unsigned long cuda_rate;   /* CUDA stack captures per CPU per second */
-	unsigned long memory_rate; /* memory-growth stack captures per CPU per second */
-	bool memory;		   /* memory-growth profile (default on) */
+	unsigned long offcpu_rate;	 /* off-CPU stack captures per CPU per second */
+	struct cuda_config cuda;	 /* CUDA/NCCL probe families (default: all) */
+	unsigned long cuda_rate;	 /* CUDA stack captures per CPU per second */
+	unsigned long memory_rate;	 /* memory-growth stack captures per CPU per second */
+	unsigned long memory_max_faults; /* faults per busy CPU per second seen whole */
+	bool memory;			 /* memory-growth profile (default on) */
 	unsigned long memory_sample_kib;
 	bool quiet;
 	const char *title;
@@ -132,6 +133,11 @@ static void usage(FILE *f)
 		"      --memory-rate N      memory-growth stack captures per CPU per second\n"
 		"                           (default 1000); above it the sampled faults are\n"
 		"                           sampled again and weighted (bytes stay unbiased)\n"
+		"      --memory-max-faults N\n"
+		"                           page faults per busy CPU per second above which the\n"
+		"                           page-fault programs run in random 20 ms slots only\n"
+		"                           (at least a quarter of them), their captures\n"
+		"                           weighted (default 100000; 0: always attached)\n"
 		"      --cuda-rate N        CUDA/NCCL stack captures per CPU per second (default\n"
 		"                           500); above it calls are sampled and weighted (counts\n"
 		"                           stay exact); allocations are always captured\n"
@@ -242,6 +248,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		OPT_NO_MEMORY,
 		OPT_MEMORY_SAMPLE,
 		OPT_MEMORY_RATE,
+		OPT_MEMORY_MAX_FAULTS,
 		OPT_TITLE,
 		OPT_LOG
 	};
@@ -265,6 +272,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{"no-memory", no_argument, NULL, OPT_NO_MEMORY},
 		{"memory-sample", required_argument, NULL, OPT_MEMORY_SAMPLE},
 		{"memory-rate", required_argument, NULL, OPT_MEMORY_RATE},
+		{"memory-max-faults", required_argument, NULL, OPT_MEMORY_MAX_FAULTS},
 		{"title", required_argument, NULL, OPT_TITLE},
 		{"quiet", no_argument, NULL, 'q'},
 		{"log-level", required_argument, NULL, OPT_LOG},
@@ -286,6 +294,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	o->cuda = (struct cuda_config){true, true, true, true, true};
 	o->cuda_rate = 500;
 	o->memory_rate = 1000;
+	o->memory_max_faults = 100000;
 	o->memory = true;
 	o->memory_sample_kib = 512;
 	opterr = 0;
@@ -361,6 +370,11 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_MEMORY_RATE:
 			parse_rate("--memory-rate", optarg, 1000000, &o->memory_rate);
+			break;
+		case OPT_MEMORY_MAX_FAULTS:
+			if (parse_uint(optarg, 0, 100000000, &o->memory_max_faults))
+				usage_error("invalid --memory-max-faults '%s' (0..100000000)",
+					    optarg);
 			break;
 		case OPT_CUDA_RATE:
 			parse_rate("--cuda-rate", optarg, 10000000, &o->cuda_rate);
@@ -803,6 +817,7 @@ int record__main(int argc, char **argv)
 	plc.cuda_on = cuda__any(&o.cuda);
 	plc.cuda_budget = (uint32_t)(o.cuda_rate / 10);
 	plc.memory_budget = (uint32_t)(o.memory_rate / 10);
+	plc.memory_max_faults = o.memory_max_faults;
 	plc.memory = o.memory;
 	plc.memory_sample_bytes = (uint64_t)o.memory_sample_kib * 1024;
 	pl = pipeline__new(&plc, record_sink, &st);

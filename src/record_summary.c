@@ -310,6 +310,14 @@ void record_summary__print(const struct record_summary *rs)
 			(double)profile__total(m, 0) / 1048576.0, rs->memory_sample_kib,
 			(double)profile__total(m, 1) / 1048576.0,
 			(unsigned long long)ps.mem.entries, (unsigned long long)ps.mem.dropped);
+		if (ps.mem_duty.on_ns < ps.mem_duty.total_ns)
+			fprintf(stderr,
+				"mlprof: memory: page faults watched %.0f%% of the time (random 20 "
+				"ms "
+				"slots, weighted: the fault rate was over --memory-max-faults, "
+				"%.0f/s per busy CPU at the end)\n",
+				100.0 * (double)ps.mem_duty.on_ns / (double)ps.mem_duty.total_ns,
+				ps.mem_duty.fault_rate);
 	}
 	for (int k = 0; k < MLPROF_SK__COUNT; k++)
 		if (prof[k] && profile__dropped(prof[k]))

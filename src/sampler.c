@@ -4,6 +4,7 @@
 #include "log.h"
 
 #include "sampler.h"
+#include "fault_duty.h"
 #include "privilege.h"
 #include "tracefs.h"
 
@@ -56,6 +57,7 @@ _Static_assert((MLPROF_MAX_USTACK & (MLPROF_MAX_USTACK - 1)) == 0, "ustack bound
 #define CPU_ONLINE_PATH	      "/sys/devices/system/cpu/online"
 #define VMLINUX_BTF_PATH      "/sys/kernel/btf/vmlinux"
 #define MEM_PAGE_BYTES	      4096 /* the unit of the memory-growth profile (x86-64 pages) */
+#define MEM_WEIGHT_ONE	      1024 /* bpf/capture.bpf.h: WEIGHT_ONE, a sampling weight of 1 */
 
 struct sampler {
 	struct cpu_bpf *skel;
@@ -65,6 +67,7 @@ struct sampler {
 	int cuda_err;		   /* loading them failed (-errno): not tried again */
 	uint32_t cuda_budget;
 	struct memory_bpf *memory; /* NULL unless memory growth is on */
+	struct fault_duty *duty;   /* NULL unless its page-fault programs are duty-cycled */
 	struct bpf_link **links;   /* one per attached perf event */
 	int nlinks;
 	int ncpus; /* possible CPUs: per-CPU map values and scratch slots */
@@ -519,10 +522,33 @@ static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 		log_bpf_failure("attaching the memory page-fault and syscall tracepoints", -err);
 		return err;
 	}
+	if (cfg->memory_max_faults) {
+		struct bpf_program *progs[] = {o->progs.on_fault_user, o->progs.on_fault_kernel};
+		struct bpf_link *links[] = {o->links.on_fault_user, o->links.on_fault_kernel};
+		struct fault_duty_config dc = {.max_rate = cfg->memory_max_faults};
+
+		s->duty = fault_duty__start(progs, links, 2, &o->data->mem_duty_weight,
+					    MEM_WEIGHT_ONE, &dc);
+		if (!s->duty) {
+			err = -errno;
+			pr_err("starting the page-fault duty cycle failed: %s", strerror(-err));
+			return err;
+		}
+		/* the links are the duty cycle's now */
+		o->links.on_fault_user = links[0];
+		o->links.on_fault_kernel = links[1];
+	}
 	pr_debug("memory: one stack every %" PRIu64 " page faults on average; mapping changes "
-		 "seen by %s",
-		 pages, unlock ? "mmap_lock_released" : "syscall tracepoints");
+		 "seen by %s; page-fault programs attached %s",
+		 pages, unlock ? "mmap_lock_released" : "syscall tracepoints",
+		 cfg->memory_max_faults ? "in random slots above the fault-rate cap" : "always");
 	return 0;
+}
+
+/* See sampler.h. */
+void sampler__memory_duty(struct sampler *s, struct fault_duty_stats *out)
+{
+	fault_duty__stats(s ? s->duty : NULL, out);
 }
 
 struct sampler_link {
@@ -809,6 +835,7 @@ void sampler__free(struct sampler *s)
 	free(s->links);
 	offcpu_bpf__destroy(s->offcpu);
 	cuda_bpf__destroy(s->cuda);
+	fault_duty__stop(s->duty);
 	memory_bpf__destroy(s->memory);
 	if (s->pids_gen)
 		munmap(s->pids_gen, (size_t)sysconf(_SC_PAGESIZE));

@@ -31,6 +31,8 @@ struct sampler_config {
 	bool memory;		/* memory growth: anonymous write faults, releases */
 	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack */
 	uint32_t memory_budget;	      /* memory stack captures per CPU per 100 ms (sampling) */
+	uint64_t memory_max_faults;   /* page faults per CPU per second above which the fault
+				       * programs run in random slots (fault_duty.h); 0: always */
 };
 
 struct sampler_link;
@@ -70,6 +72,9 @@ int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take,
 
 /* Waits up to timeout_ms and consumes all available records; returns count or -errno. */
 int sampler__poll(struct sampler *s, int timeout_ms);
+struct fault_duty_stats;
+/* The page-fault programs' duty cycle (duty 1 when memory growth is off or always on). */
+void sampler__memory_duty(struct sampler *s, struct fault_duty_stats *out);
 /* Sums the per-CPU BPF counters into out[MLPROF_STAT__COUNT]. */
 int sampler__stats(struct sampler *s, uint64_t *out);
 const char *sampler__stat_name(enum mlprof_bpf_stat stat);

@@ -123,7 +123,9 @@ def main():
         for name in ("mlprof_samples_total", "mlprof_samples_dropped_total{reason=\"filtered\"}",
                      "mlprof_unwind_total", "mlprof_symcache_bytes",
                      "mlprof_profiles_pushed_total", "mlprof_push_latency_seconds_count",
-                     "mlprof_spool_bytes", "mlprof_config_reloads_total{result=\"ok\"} 1"):
+                     "mlprof_spool_bytes", "mlprof_config_reloads_total{result=\"ok\"} 1",
+                     # the page-fault programs stay attached below --memory-max-faults
+                     "mlprof_memory_fault_watch_ratio 1\n"):
             if name not in metrics:
                 fail("metric %s missing:\n%s" % (name, metrics))
         samples = [l for l in metrics.splitlines() if l.startswith("mlprof_samples_total ")]

@@ -311,8 +311,11 @@ class RecordMemory(unittest.TestCase):
     def check_other(self, env):
         d = tmpdir()
         pb = os.path.join(d, "other.pb.gz")
-        # (the capture rate cap lifted: the whole run takes 0.5 s, over the default cap)
-        cp, out = record(["--memory-rate", "1000000", "--log-level", "debug", "-o", pb],
+        # (the capture rate cap lifted: the whole run takes 0.5 s, over the default cap;
+        # the programs always attached: it faults faster than --memory-max-faults, and this
+        # checks which faults count, not the sampling)
+        cp, out = record(["--memory-rate", "1000000", "--memory-max-faults", "0",
+                          "--log-level", "debug", "-o", pb],
                          [WORKLOAD, "other", "64", "16"], env=env)
         self.assertIn("mapping changes seen by " + (
             "syscall tracepoints" if env else "mmap_lock_released"), cp.stderr)
@@ -399,6 +402,46 @@ class RecordMemory(unittest.TestCase):
         # ~100-150 weighted captures: relative standard deviation ~10%
         self.assertLess(abs(alloc - want) / want, 0.35, report)
         self.assertLess(abs(inuse - js["kept_bytes"]) / js["kept_bytes"], 0.5, report)
+
+    def test_4c_fault_duty_cycle(self):
+        """--memory-max-faults 10000, under the ~100000 faults/s per busy CPU of this
+        workload: the page-fault programs are attached in random 20 ms slots only, a quarter
+        of them (the floor), and their captures weighted by 4, so that the bytes stay
+        unbiased (unweighted they would be a quarter) and attributed as before. 3 s of
+        steady growth: ~37 slots watched, relative standard deviation ~15%."""
+        d = tmpdir()
+        pb = os.path.join(d, "duty.pb.gz")
+        cp, out = record(["--memory-max-faults", "10000", "--memory-rate", "1000000",
+                          "--log-level", "debug", "-o", pb],
+                         [WORKLOAD, "exit", "128", "512", "3"])
+        js = out[0]
+        self.assertIn("page-fault programs attached in random slots", cp.stderr)
+        m = re.search(r"page faults watched (\d+)% of the time \(random 20 ms slots, "
+                      r"weighted: the fault rate was over --memory-max-faults, (\d+)/s",
+                      cp.stderr)
+        self.assertIsNotNone(m, cp.stderr)
+        watched = int(m.group(1))
+        st = mem_stacks(os.path.join(d, "duty.memory.pb.gz"), PROC)
+        alloc = sum(s[1] for s in st)
+        alloc_keep = sum(s[1] for s in st if has_chain(s[0], KEEP))
+        inuse = sum(s[2] for s in st)
+        inuse_keep = sum(s[2] for s in st if has_chain(s[0], KEEP))
+        want = js["kept_bytes"] + js["churned_bytes"]
+        report = ("watched %d%% of the time; brought in %.1f MiB of %.1f (keep chain %.1f of "
+                  "%.1f), in use %.1f MiB (keep chain %.1f)\n%s" % (
+                      watched, mib(alloc), mib(want), mib(alloc_keep), mib(js["kept_bytes"]),
+                      mib(inuse), mib(inuse_keep), top(st, 1)))
+        print("\n" + report)
+        # a quarter of the slots after the first 100 ms (always watched)
+        self.assertGreater(watched, 12, report)
+        self.assertLess(watched, 50, report)
+        # weighted by 4: unbiased (unweighted: ~25% of the bytes)
+        self.assertLess(abs(alloc - want) / want, 0.45, report)
+        self.assertGreaterEqual(inuse_keep / inuse, INUSE_KEEP_MIN, report)
+        bad = record(["--memory-max-faults", "-1", "-o", os.path.join(d, "bad.pb.gz")],
+                     ["true"], check=False)[0]
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("--memory-max-faults", bad.stderr)
 
     def test_5_no_memory(self):
         d = tmpdir()

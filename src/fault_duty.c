@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Page-fault programs attached in random slots above a fault rate (see fault_duty.h). */
+#define LOG_MODULE "memory"
+
+#include "fault_duty.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "log.h"
+
+#define DEFAULT_SLOT_MS	 20
+#define DEFAULT_MIN_DUTY 0.25
+
+struct fault_duty {
+	struct bpf_program *progs[FAULT_DUTY_MAX_PROGS];
+	struct bpf_link *links[FAULT_DUTY_MAX_PROGS];
+	int n;
+	volatile uint32_t *weight;
+	uint32_t weight_one;
+	struct fault_duty_config cfg;
+	long hz; /* USER_HZ, the unit of /proc/stat */
+	uint64_t rng;
+
+	pthread_t thread;
+	pthread_mutex_t lock; /* guards stop and stats */
+	pthread_cond_t wake;
+	bool stop;
+	struct fault_duty_stats stats;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The machine's page faults so far (/proc/vmstat pgfault), 0 when unreadable. */
+static uint64_t read_pgfault(void)
+{
+	char line[128];
+	uint64_t n = 0;
+	FILE *f = fopen("/proc/vmstat", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "pgfault %" SCNu64, &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* CPU time the machine spent busy so far (/proc/stat: user, nice, system, irq, softirq), s. */
+static double read_busy_s(long hz)
+{
+	unsigned long long user, nice, sys, idle, iowait, irq, softirq;
+	double busy = 0;
+	FILE *f = fopen("/proc/stat", "re");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait,
+		   &irq, &softirq) == 7)
+		busy = (double)(user + nice + sys + irq + softirq) / (double)hz;
+	fclose(f);
+	return busy;
+}
+
+/* A uniform draw in [0, 1) (xorshift64*). */
+static double draw(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return (double)((x * 0x2545f4914f6cdd1dULL) >> 11) / (double)(1ULL << 53);
+}
+
+/* See fault_duty.h. */
+double fault_duty__choose(double rate, uint64_t max_rate, double min_duty)
+{
+	double d;
+
+	if (!max_rate || rate <= (double)max_rate)
+		return 1.0;
+	d = (double)max_rate / rate;
+	return d < min_duty ? min_duty : d;
+}
+
+/*
+ * Attaches (on) or detaches every program; a program whose attach fails stays detached
+ * until the next slot tries again. Returns the links created or destroyed.
+ */
+static uint64_t set_attached(struct fault_duty *d, bool on)
+{
+	uint64_t toggles = 0;
+
+	for (int i = 0; i < d->n; i++) {
+		if (!on) {
+			toggles += d->links[i] != NULL;
+			bpf_link__destroy(d->links[i]);
+			d->links[i] = NULL;
+			continue;
+		}
+		if (d->links[i])
+			continue;
+		d->links[i] = bpf_program__attach(d->progs[i]);
+		if (d->links[i]) {
+			toggles++;
+			continue;
+		}
+		pthread_mutex_lock(&d->lock);
+		if (!d->stats.attach_errs++)
+			pr_warn("attaching the page-fault program %s failed: %s (memory growth is "
+				"not seen in such slots)",
+				bpf_program__name(d->progs[i]), strerror(errno));
+		pthread_mutex_unlock(&d->lock);
+	}
+	return toggles;
+}
+
+/*
+ * The fault rate is measured every RATE_FAST_NS while it is near or over the cap (the duty
+ * follows it within a few slots), every RATE_SLOW_NS when it is far below (and the thread
+ * then sleeps between measurements: no slots while the programs stay attached).
+ */
+#define RATE_FAST_NS 100000000ULL
+#define RATE_SLOW_NS 500000000ULL
+
+static void *duty_thread(void *arg)
+{
+	struct fault_duty *d = arg;
+	uint64_t slot_ns = (uint64_t)d->cfg.slot_ms * 1000000ULL;
+	uint64_t t = now_ns(), rate_t = t, rate_n = read_pgfault(), next_rate = t + RATE_FAST_NS;
+	double duty = 1.0, rate = 0, busy_s = read_busy_s(d->hz);
+	struct timespec ts;
+
+	for (;;) {
+		uint64_t toggles, until;
+		bool on;
+
+		t = now_ns();
+		if (t >= next_rate) {
+			uint64_t n = read_pgfault();
+			double b = read_busy_s(d->hz),
+			       cpus = (b - busy_s) * 1e9 / (double)(t - rate_t);
+
+			/* per busy CPU (at least one): a thread faulting alone on a big machine
+			 * pays the programs' cost in its own time */
+			if (!(cpus >= 1))
+				cpus = 1;
+			rate = n >= rate_n
+				       ? (double)(n - rate_n) * 1e9 / (double)(t - rate_t) / cpus
+				       : 0;
+			rate_t = t;
+			rate_n = n;
+			busy_s = b;
+			duty = fault_duty__choose(rate, d->cfg.max_rate, d->cfg.min_duty);
+			next_rate = t + (duty < 1.0 || rate * 2 > (double)d->cfg.max_rate
+						 ? RATE_FAST_NS
+						 : RATE_SLOW_NS);
+		}
+		/* each slot attached with probability duty, decided before it starts */
+		on = duty >= 1.0 || draw(&d->rng) < duty;
+		until = duty >= 1.0 || t + slot_ns > next_rate ? next_rate : t + slot_ns;
+		/* before attaching: the slot's captures stand for 1/duty as many */
+		if (on)
+			*d->weight = (uint32_t)((double)d->weight_one / duty + 0.5);
+		toggles = set_attached(d, on);
+		pthread_mutex_lock(&d->lock);
+		d->stats.duty = duty;
+		d->stats.fault_rate = rate;
+		d->stats.total_ns += until - t;
+		d->stats.on_ns += on ? until - t : 0;
+		d->stats.toggles += toggles;
+		ts.tv_sec = (time_t)(until / 1000000000ULL);
+		ts.tv_nsec = (long)(until % 1000000000ULL);
+		while (!d->stop && pthread_cond_timedwait(&d->wake, &d->lock, &ts) != ETIMEDOUT)
+			;
+		if (d->stop) {
+			pthread_mutex_unlock(&d->lock);
+			break;
+		}
+		pthread_mutex_unlock(&d->lock);
+	}
+	return NULL;
+}
+
+/* See fault_duty.h. */
+struct fault_duty *fault_duty__start(struct bpf_program *const *progs, struct bpf_link **links,
+				     int n, volatile uint32_t *weight, uint32_t weight_one,
+				     const struct fault_duty_config *cfg)
+{
+	struct fault_duty *d;
+	pthread_condattr_t ca;
+	int err;
+
+	if (n < 1 || n > FAULT_DUTY_MAX_PROGS || !weight || !weight_one || !cfg) {
+		errno = EINVAL;
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		if (!links[i])
+			continue;
+		d->progs[d->n] = progs[i];
+		d->links[d->n++] = links[i];
+	}
+	d->weight = weight;
+	d->weight_one = weight_one;
+	d->cfg = *cfg;
+	if (!d->cfg.slot_ms)
+		d->cfg.slot_ms = DEFAULT_SLOT_MS;
+	if (d->cfg.min_duty <= 0 || d->cfg.min_duty > 1)
+		d->cfg.min_duty = DEFAULT_MIN_DUTY;
+	d->hz = sysconf(_SC_CLK_TCK);
+	if (d->hz < 1)
+		d->hz = 100;
+	d->rng = now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
+	d->stats.duty = 1.0;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	err = pthread_create(&d->thread, NULL, duty_thread, d);
+	if (err) {
+		pthread_cond_destroy(&d->wake);
+		pthread_mutex_destroy(&d->lock);
+		free(d);
+		errno = err;
+		return NULL;
+	}
+	for (int i = 0; i < n; i++)
+		links[i] = NULL; /* ours now */
+	return d;
+}
+
+/* See fault_duty.h. */
+void fault_duty__stop(struct fault_duty *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_signal(&d->wake);
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(d->thread, NULL);
+	set_attached(d, false);
+	pthread_cond_destroy(&d->wake);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* See fault_duty.h. */
+void fault_duty__stats(struct fault_duty *d, struct fault_duty_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!d) {
+		out->duty = 1.0;
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	*out = d->stats;
+	pthread_mutex_unlock(&d->lock);
+}
