@@ -432,9 +432,10 @@ class RecordMemory(unittest.TestCase):
                       watched, mib(alloc), mib(want), mib(alloc_keep), mib(js["kept_bytes"]),
                       mib(inuse), mib(inuse_keep), top(st, 1)))
         print("\n" + report)
-        # a quarter of the slots after the first 100 ms (always watched)
+        # a quarter of the slots after the first 100 ms (always watched); more when other
+        # work keeps more CPUs busy (the rate is per busy CPU)
         self.assertGreater(watched, 12, report)
-        self.assertLess(watched, 50, report)
+        self.assertLess(watched, 80, report)
         # weighted by 4: unbiased (unweighted: ~25% of the bytes)
         self.assertLess(abs(alloc - want) / want, 0.45, report)
         self.assertGreaterEqual(inuse_keep / inuse, INUSE_KEEP_MIN, report)

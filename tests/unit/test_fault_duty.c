@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of the page-fault duty cycle: its policy, and its thread run over real
+ * /proc/vmstat and /proc/stat with no program to attach (the integration test
+ * it.record_memory runs it with the real BPF programs).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "check.h"
+#include "fault_duty.h"
+
+static void touch_fresh_memory(size_t len)
+{
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (p == MAP_FAILED)
+		return;
+	for (size_t off = 0; off < len; off += 4096)
+		p[off] = 1;
+	munmap(p, len);
+}
+
+int main(void)
+{
+	struct fault_duty_config cfg = {.max_rate = 1, .slot_ms = 5};
+	struct bpf_program *progs[1] = {NULL};
+	struct bpf_link *links[1] = {NULL};
+	volatile uint32_t weight = 1024;
+	struct fault_duty_stats st;
+	struct fault_duty *d;
+
+	/* the policy: whole up to the cap, then cap / rate, never below the floor */
+	CHECK(fault_duty__choose(50000, 100000, 0.25) == 1.0, "under the cap");
+	CHECK(fault_duty__choose(100000, 100000, 0.25) == 1.0, "at the cap");
+	CHECK(fault_duty__choose(200000, 100000, 0.25) == 0.5, "twice the cap");
+	CHECK(fault_duty__choose(1e7, 100000, 0.25) == 0.25, "the floor");
+	CHECK(fault_duty__choose(1e9, 0, 0.25) == 1.0, "no cap");
+
+	CHECK(fault_duty__start(progs, links, 0, &weight, 1024, &cfg) == NULL && errno == EINVAL,
+	      "no programs accepted");
+	CHECK(fault_duty__start(progs, links, 1, NULL, 1024, &cfg) == NULL && errno == EINVAL,
+	      "no weight accepted");
+
+	/*
+	 * A cap of 1 fault per second: any machine faults faster (this test writes fresh
+	 * memory meanwhile), so after the first rate measurement (0.1 s) the duty is the
+	 * floor, 1/4, and a slot that is on sets the weight to 4.
+	 */
+	fault_duty__stats(NULL, &st);
+	CHECK(st.duty == 1.0, "no duty cycle: always attached");
+	d = fault_duty__start(progs, links, 1, &weight, 1024, &cfg);
+	CHECK(d != NULL, "fault_duty__start: %s", strerror(errno));
+	if (!d)
+		return check_done("fault_duty");
+	for (int i = 0; i < 60; i++) {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+
+		touch_fresh_memory(1 << 20);
+		nanosleep(&ts, NULL);
+	}
+	fault_duty__stats(d, &st);
+	fault_duty__stop(d);
+	CHECK(st.duty == 0.25, "duty %g, fault rate %g", st.duty, st.fault_rate);
+	CHECK(st.fault_rate > 1, "fault rate %g", st.fault_rate);
+	CHECK(st.total_ns >= 500000000ULL, "ran %llu ns", (unsigned long long)st.total_ns);
+	/* ~0.1 s whole, then ~100 slots at 1/4: about 30% of the time */
+	CHECK(st.on_ns > st.total_ns / 20 && st.on_ns < st.total_ns * 3 / 4,
+	      "attached %llu of %llu ns", (unsigned long long)st.on_ns,
+	      (unsigned long long)st.total_ns);
+	CHECK(weight == 4096, "weight %u", (unsigned)weight);
+	CHECK_INT(st.toggles, 0); /* nothing to attach */
+	return check_done("fault_duty");
+}
