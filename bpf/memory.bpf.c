@@ -98,8 +98,11 @@ struct {
  * classified at (epoch, seq) is still classified right when the epoch is the same and every
  * change logged after seq lies outside it: a change elsewhere (glibc growing another
  * thread's arena by mprotect, another thread's munmap) does not cost the next capture a
- * bpf_find_vma (see stack_vmas in capture.bpf.h for what one costs). New mappings placed in
- * a hole (mmap without MAP_FIXED, brk growth) change no existing mapping and are not logged.
+ * bpf_find_vma (see stack_vmas in capture.bpf.h for what one costs). A new mapping placed
+ * in a hole (mmap without MAP_FIXED, mremap's new range) changes no existing mapping; it is
+ * logged when its syscall returns (vmas_placed), for a classification of what an unmap had
+ * removed from there that the unmap's own exit has not logged yet. brk growth is not logged:
+ * the heap is private writable anonymous memory before and after.
  *
  * A change is logged after it was made, a classification's snapshot is read before its
  * lookup: a lookup that raced with a change is never trusted after it. Writers take their
@@ -193,18 +196,26 @@ static __always_inline void vmas_changed(struct mm_vmas *v)
 		WRITE_ONCE(v->epoch, gen_next());
 }
 
-/* v's mappings changed in [start, start + len) (len rounded up to pages). */
-static __always_inline void vmas_range_changed(struct mm_vmas *v, __u64 start, __u64 len)
+/*
+ * v's mappings changed in [start, start + len) (len rounded up to pages). Returns the
+ * change's number, 0 when it was not logged.
+ */
+static __always_inline __u32 vmas_range_changed(struct mm_vmas *v, __u64 start, __u64 len)
 {
 	struct vma_change *c;
 	__u64 end;
 	__u32 seq;
 
 	if (!v)
-		return;
+		return 0;
 	end = start + len + PAGE_SIZE - 1;
 	end = end > start ? end & PAGE_MASK : ~0ULL;
 	seq = __sync_fetch_and_add(&v->seq, 1) + 1;
+	if (!seq) {
+		/* the count wrapped (2^32 changes): 0 tags a slot being written */
+		vmas_changed(v);
+		return 0;
+	}
 	c = &v->log[seq & (VMA_LOG - 1)];
 	WRITE_ONCE(c->seq, 0);
 	barrier();
@@ -212,6 +223,7 @@ static __always_inline void vmas_range_changed(struct mm_vmas *v, __u64 start, _
 	c->end = end;
 	barrier();
 	WRITE_ONCE(c->seq, seq);
+	return seq;
 }
 
 /*
@@ -296,6 +308,20 @@ static __always_inline __u64 current_mm(void)
 #define MAP_ANONYMOUS 0x20
 #define MAP_HUGETLB   0x40000
 
+/* Whether an mmap with these flags is fresh private writable anonymous memory. */
+static __always_inline bool fresh_anon(__u64 flags, __u64 prot)
+{
+	return (flags & (MAP_TYPE | MAP_ANONYMOUS | MAP_HUGETLB)) ==
+		       (MAP_PRIVATE | MAP_ANONYMOUS) &&
+	       (prot & PROT_WRITE);
+}
+
+/* Whether an mmap with these flags may have its length rounded up to a huge page. */
+static __always_inline bool may_be_huge(__u64 flags)
+{
+	return (flags & MAP_HUGETLB) || !(flags & MAP_ANONYMOUS);
+}
+
 /*
  * An mmap of the current thread, of mm's own task, with the mmap lock still held for
  * writing after it made the mapping: a private writable anonymous one (memory that faults
@@ -312,9 +338,7 @@ static __always_inline void fresh_mapping_begins(__u64 mm, struct mm_vmas *v,
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 
-	if ((regs->r10 & (MAP_TYPE | MAP_ANONYMOUS | MAP_HUGETLB)) !=
-		    (MAP_PRIVATE | MAP_ANONYMOUS) ||
-	    !(regs->dx & PROT_WRITE) || !pid_wanted(id >> 32))
+	if (!fresh_anon(regs->r10, regs->dx) || !pid_wanted(id >> 32))
 		return;
 	if (!v)
 		v = mm_vmas_get(mm);
@@ -348,9 +372,16 @@ static __always_inline void vmas_syscall_changed(__u64 mm)
 		goto all;
 	switch (regs->orig_ax) {
 	case NR_mmap:
-		/* without MAP_FIXED a new mapping goes into a hole */
-		if (regs->r10 & MAP_FIXED)
+		/*
+		 * without MAP_FIXED a new mapping goes into a hole (logged at its exit: see
+		 * on_mmap_exit); with it, the range it replaces, unless its length may have
+		 * been rounded up to huge pages (MAP_HUGETLB, or a file on hugetlbfs)
+		 */
+		if (regs->r10 & MAP_FIXED) {
+			if (may_be_huge(regs->r10))
+				goto all;
 			vmas_range_changed(v, regs->di, regs->si);
+		}
 		fresh_mapping_begins(mm, v, regs);
 		return;
 	case NR_mremap:
@@ -578,29 +609,54 @@ int on_mprotect_exit_fallback(void *ctx)
 	return 0;
 }
 
+#define HUGE_MAX (1ULL << 30) /* the largest huge page (x86-64: 1 GiB) */
+
 /*
- * An mmap returns: the address of a fresh mapping that fresh_mapping_begins made the
- * thread's classified one (where on_mmap_unlock is not loaded, the change is logged and
- * the mapping classified here, after the change).
+ * A mapping placed in a hole: logged as a change when its syscall returns, so that a
+ * classification of what was there before it (unmapped by a munmap that released the mmap
+ * lock before its own exit logged it) is not trusted after it. Only a dangling pointer
+ * could fault there before the address is returned. Returns the change's number (0: none).
+ */
+static __always_inline __u32 vmas_placed(__u64 mm, __u64 addr, __u64 len, bool huge)
+{
+	if (!mm || addr >= USER_TOP || (addr & ~PAGE_MASK) || !len)
+		return 0;
+	if (huge)
+		len = (len + HUGE_MAX - 1) & ~(HUGE_MAX - 1);
+	return vmas_range_changed(mm_vmas_of(mm), addr, len);
+}
+
+/*
+ * An mmap returns: its new mapping is logged (vmas_placed), and a fresh mapping that
+ * fresh_mapping_begins made the thread's classified one gets its address (where
+ * on_mmap_unlock is not loaded, the change is logged and the mapping classified here,
+ * after the change). The classification skips its own mapping's log entry when no other
+ * change came between.
  */
 SEC("tp/syscalls/sys_exit_mmap")
 int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), placed;
 	__u64 mm = current_mm(), addr = ctx->ret;
 	struct fault_vma *fv;
 	struct pt_regs *regs;
 
 	if (vma_syscalls)
 		vmas_syscall_changed(mm);
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs || regs->cs != USER64_CS)
+		return 0;
+	placed = vmas_placed(mm, addr, regs->si, may_be_huge(regs->r10));
 	fv = bpf_map_lookup_elem(&fault_vmas, &tid);
 	if (!fv || fv->start != fv->end || fv->mm != mm)
 		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs || addr >= USER_TOP || (addr & ~PAGE_MASK) || !regs->si) {
-		bpf_map_delete_elem(&fault_vmas, &tid); /* failed */
+	/* failed, or a pending entry of an mmap whose exit was missed */
+	if (!placed || !fresh_anon(regs->r10, regs->dx)) {
+		bpf_map_delete_elem(&fault_vmas, &tid);
 		return 0;
 	}
+	if (placed == fv->at.seq + 1)
+		fv->at.seq = placed;
 	fv->end = addr + ((regs->si + PAGE_SIZE - 1) & PAGE_MASK);
 	fv->start = addr;
 	return 0;
@@ -634,10 +690,17 @@ int on_munmap_exit(void *ctx)
 	return 0;
 }
 
+/* The old range (vmas_syscall_changed), and the new one, which may have been a hole. */
 SEC("tp/syscalls/sys_exit_mremap")
-int on_mremap_exit(void *ctx)
+int on_mremap_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	vmas_syscall_changed(current_mm());
+	__u64 mm = current_mm();
+	struct pt_regs *regs;
+
+	vmas_syscall_changed(mm);
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (regs && regs->cs == USER64_CS)
+		vmas_placed(mm, ctx->ret, regs->dx, false);
 	return 0;
 }
 

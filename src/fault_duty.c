@@ -141,17 +141,25 @@ static uint64_t set_attached(struct fault_duty *d, bool on)
 #define RATE_FAST_NS 100000000ULL
 #define RATE_SLOW_NS 500000000ULL
 
+static bool all_attached(const struct fault_duty *d)
+{
+	for (int i = 0; i < d->n; i++)
+		if (!d->links[i])
+			return false;
+	return true;
+}
+
 static void *duty_thread(void *arg)
 {
 	struct fault_duty *d = arg;
 	uint64_t slot_ns = (uint64_t)d->cfg.slot_ms * 1000000ULL;
 	uint64_t t = now_ns(), rate_t = t, rate_n = read_pgfault(), next_rate = t + RATE_FAST_NS;
-	double duty = 1.0, rate = 0, busy_s = read_busy_s(d->hz);
+	double duty = 1.0, rate = 0, busy_s = read_busy_s(d->hz), attach_ns = 0, detach_ns = 0;
 	struct timespec ts;
 
 	for (;;) {
-		uint64_t toggles, until;
-		bool on;
+		uint64_t toggles, until, t1;
+		bool on, attached;
 
 		t = now_ns();
 		if (t >= next_rate) {
@@ -177,15 +185,34 @@ static void *duty_thread(void *arg)
 		/* each slot attached with probability duty, decided before it starts */
 		on = duty >= 1.0 || draw(&d->rng) < duty;
 		until = duty >= 1.0 || t + slot_ns > next_rate ? next_rate : t + slot_ns;
-		/* before attaching: the slot's captures stand for 1/duty as many */
-		if (on)
-			*d->weight = (uint32_t)((double)d->weight_one / duty + 0.5);
+		/*
+		 * Before attaching: the slot's captures stand for 1/p as many, p the chance
+		 * that an instant of it is watched: duty, less the part of the slot an attach
+		 * takes (~0.1 ms, text patching and RCU), plus the part a detach does.
+		 */
+		if (on && duty < 1.0) {
+			double len = (double)(until - t), eff = (len - attach_ns + detach_ns) / len;
+
+			if (!(eff > 0.5))
+				eff = 0.5;
+			if (eff > 1)
+				eff = 1;
+			*d->weight = (uint32_t)((double)d->weight_one / (duty * eff) + 0.5);
+		} else if (on) {
+			*d->weight = d->weight_one;
+		}
 		toggles = set_attached(d, on);
+		t1 = now_ns();
+		attached = on && all_attached(d);
+		if (toggles && on)
+			attach_ns = 0.8 * attach_ns + 0.2 * (double)(t1 - t);
+		else if (toggles)
+			detach_ns = 0.8 * detach_ns + 0.2 * (double)(t1 - t);
 		pthread_mutex_lock(&d->lock);
 		d->stats.duty = duty;
 		d->stats.fault_rate = rate;
 		d->stats.total_ns += until - t;
-		d->stats.on_ns += on ? until - t : 0;
+		d->stats.on_ns += attached && until > t1 ? until - t1 : 0;
 		d->stats.toggles += toggles;
 		ts.tv_sec = (time_t)(until / 1000000000ULL);
 		ts.tv_nsec = (long)(until % 1000000000ULL);
