@@ -302,6 +302,14 @@ static __always_inline __u64 current_mm(void)
 #define NR_pkey_mprotect 329
 #define MREMAP_FIXED	 2
 
+/* task's registers saved at syscall entry when it is in a 64-bit syscall, else NULL. */
+static __always_inline struct pt_regs *syscall64_regs(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	return regs && regs->cs == USER64_CS ? regs : NULL;
+}
+
 #define PROT_WRITE    0x2
 #define MAP_TYPE      0x0f
 #define MAP_PRIVATE   0x02
@@ -367,8 +375,8 @@ static __always_inline void vmas_syscall_changed(__u64 mm)
 		return;
 	if ((__u64)task->mm != mm || (task->flags & PF_KTHREAD))
 		goto all;
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (!regs || regs->cs != USER64_CS)
+	regs = syscall64_regs(task);
+	if (!regs)
 		goto all;
 	switch (regs->orig_ax) {
 	case NR_mmap:
@@ -412,14 +420,19 @@ all:
 }
 
 /*
- * Threads inside a brk that shrinks the heap: tid -> the old end, from entry to exit (an
- * LRU hash, so that a thread killed inside the syscall only leaves an entry to be evicted).
+ * Threads inside a brk that shrinks the heap: tid -> [new end, old end), from entry (whose
+ * arguments are right for 32-bit processes too) to exit (an LRU hash, so that a thread
+ * killed inside the syscall only leaves an entry to be evicted).
  */
+struct brk_shrink {
+	__u64 start, end;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct brk_shrink);
 } brk_shrinks SEC(".maps");
 
 /* A random gap in write faults, uniform in [1, 2 * mem_sample_pages - 1]: mean mem_sample_pages. */
@@ -643,8 +656,8 @@ int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 
 	if (vma_syscalls)
 		vmas_syscall_changed(mm);
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs || regs->cs != USER64_CS)
+	regs = syscall64_regs(bpf_get_current_task_btf());
+	if (!regs)
 		return 0;
 	placed = vmas_placed(mm, addr, regs->si, may_be_huge(regs->r10));
 	fv = bpf_map_lookup_elem(&fault_vmas, &tid);
@@ -698,8 +711,8 @@ int on_mremap_exit(struct trace_event_raw_sys_exit *ctx)
 	struct pt_regs *regs;
 
 	vmas_syscall_changed(mm);
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (regs && regs->cs == USER64_CS)
+	regs = syscall64_regs(bpf_get_current_task_btf());
+	if (regs)
 		vmas_placed(mm, ctx->ret, regs->dx, false);
 	return 0;
 }
@@ -708,19 +721,13 @@ SEC("tp/syscalls/sys_exit_brk")
 int on_brk_exit(void *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 *old = bpf_map_lookup_elem(&brk_shrinks, &tid), want, end;
-	struct pt_regs *regs;
+	struct brk_shrink *b = bpf_map_lookup_elem(&brk_shrinks, &tid), r;
 
-	if (!old)
+	if (!b)
 		return 0;
-	end = *old;
+	r = *b;
 	bpf_map_delete_elem(&brk_shrinks, &tid);
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	want = regs ? regs->di : 0;
-	if (want && want < end)
-		vmas_range_changed(mm_vmas_of(current_mm()), want, end - want);
-	else
-		vmas_changed(mm_vmas_of(current_mm()));
+	vmas_range_changed(mm_vmas_of(current_mm()), r.start, r.end - r.start);
 	return 0;
 }
 
@@ -744,10 +751,11 @@ int on_brk(struct trace_event_raw_sys_enter *ctx)
 		return 0;
 	cur = BPF_CORE_READ(task, mm, brk);
 	if (want && want < cur) {
+		struct brk_shrink b = {.start = want, .end = cur};
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
 		if (pid_wanted(bpf_get_current_pid_tgid() >> 32))
-			bpf_map_update_elem(&brk_shrinks, &tid, &cur, BPF_ANY);
+			bpf_map_update_elem(&brk_shrinks, &tid, &b, BPF_ANY);
 		release(want, cur - want);
 	}
 	return 0;

@@ -267,7 +267,7 @@ static int pipeline_setup(struct agent *a)
 static int run(struct agent *a, const sigset_t *sigs)
 {
 	const struct timespec zero = {0};
-	uint64_t now = agent__clock_ns(CLOCK_MONOTONIC), last_snap = 0;
+	uint64_t now = clock__mono_ns(), last_snap = 0;
 	uint64_t cur = now / a->interval_ns;
 	int ret = 0;
 
@@ -295,7 +295,7 @@ static int run(struct agent *a, const sigset_t *sigs)
 			/* /metrics says at once whether it took */
 			agent_metrics__snapshot(a);
 		}
-		now = agent__clock_ns(CLOCK_MONOTONIC);
+		now = clock__mono_ns();
 		while (now >= (a->win[0].idx + 1) * a->interval_ns + WINDOW_GRACE_NS)
 			agent_window__rotate(a);
 		if (now - last_snap >= 1000000000ull) {
@@ -307,7 +307,7 @@ static int run(struct agent *a, const sigset_t *sigs)
 	atomic_store(&a->ready, false);
 	for (int i = 0; i < 5 && pipeline__poll(a->pl, 0) > 0; i++)
 		;
-	now = agent__clock_ns(CLOCK_MONOTONIC);
+	now = clock__mono_ns();
 	for (int i = 0; i < 2; i++) {
 		uint64_t start = a->win[i].idx * a->interval_ns;
 		int64_t dur = now > start ? (int64_t)(now - start) : 0;
@@ -399,7 +399,7 @@ int agent__main(int argc, char **argv)
 	a->interval_ns = (uint64_t)a->boot.upload_interval_s * 1000000000ull;
 	a->period_ns = 1000000000ll / a->boot.freq_hz;
 	a->mono_to_real = agent__clock_offset();
-	atomic_store(&a->heartbeat_ns, (long long)agent__clock_ns(CLOCK_MONOTONIC));
+	atomic_store(&a->heartbeat_ns, (long long)clock__mono_ns());
 
 	/* signals are taken synchronously by the main loop; threads started later inherit this */
 	sigemptyset(&sigs);

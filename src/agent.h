@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "agent_config.h"
+#include "clock.h"
 #include "labels.h"
 #include "pipeline.h"
 
@@ -96,20 +97,12 @@ struct agent {
 	int metric_ids[64];
 };
 
-static inline uint64_t agent__clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* realtime - monotonic, read so that the two clocks are as close in time as possible. */
 static inline int64_t agent__clock_offset(void)
 {
-	uint64_t m1 = agent__clock_ns(CLOCK_MONOTONIC);
-	uint64_t r = agent__clock_ns(CLOCK_REALTIME);
-	uint64_t m2 = agent__clock_ns(CLOCK_MONOTONIC);
+	uint64_t m1 = clock__mono_ns();
+	uint64_t r = clock__ns(CLOCK_REALTIME);
+	uint64_t m2 = clock__mono_ns();
 
 	return (int64_t)r - (int64_t)(m1 + (m2 - m1) / 2);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "export_http.h"
 #include "exporter.h"
 #include "pprof_limits.h"
@@ -68,10 +69,7 @@ struct exporter {
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return clock__mono_ns() / 1000000;
 }
 
 static uint64_t rnd_next(struct exporter *e)

@@ -16,6 +16,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define DEFAULT_SLOT_MS	 20
@@ -37,14 +38,6 @@ struct fault_duty {
 	bool stop;
 	struct fault_duty_stats stats;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* The machine's page faults so far (/proc/vmstat pgfault), 0 when unreadable. */
 static uint64_t read_pgfault(void)
@@ -153,7 +146,8 @@ static void *duty_thread(void *arg)
 {
 	struct fault_duty *d = arg;
 	uint64_t slot_ns = (uint64_t)d->cfg.slot_ms * 1000000ULL;
-	uint64_t t = now_ns(), rate_t = t, rate_n = read_pgfault(), next_rate = t + RATE_FAST_NS;
+	uint64_t t = clock__mono_ns(), rate_t = t, rate_n = read_pgfault(),
+		 next_rate = t + RATE_FAST_NS;
 	double duty = 1.0, rate = 0, busy_s = read_busy_s(d->hz), attach_ns = 0, detach_ns = 0;
 	struct timespec ts;
 
@@ -161,7 +155,7 @@ static void *duty_thread(void *arg)
 		uint64_t toggles, until, t1;
 		bool on, attached;
 
-		t = now_ns();
+		t = clock__mono_ns();
 		if (t >= next_rate) {
 			uint64_t n = read_pgfault();
 			double b = read_busy_s(d->hz),
@@ -202,7 +196,7 @@ static void *duty_thread(void *arg)
 			*d->weight = d->weight_one;
 		}
 		toggles = set_attached(d, on);
-		t1 = now_ns();
+		t1 = clock__mono_ns();
 		attached = on && all_attached(d);
 		if (toggles && on)
 			attach_ns = 0.8 * attach_ns + 0.2 * (double)(t1 - t);
@@ -259,7 +253,7 @@ struct fault_duty *fault_duty__start(struct bpf_program *const *progs, struct bp
 	d->hz = sysconf(_SC_CLK_TCK);
 	if (d->hz < 1)
 		d->hz = 100;
-	d->rng = now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
+	d->rng = clock__mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
 	d->stats.duty = 1.0;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_condattr_init(&ca);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define HTTPD_MAX_CONNS	  32
@@ -47,10 +48,7 @@ struct httpd {
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(clock__mono_ns() / 1000000);
 }
 
 static void conn_close(struct conn *c)

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "elf.h"
 #include "lru.h"
 
@@ -94,14 +95,6 @@ struct proc_cache {
 	uint64_t gen;
 	struct proc_cache_stats stats;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static size_t bucket_of(const struct proc_cache *pc, pid_t pid)
 {
@@ -464,7 +457,7 @@ static void install_maps(struct proc_cache *pc, struct proc_entry *e, struct map
 	e->p.gen = ++pc->gen;
 	e->last_hit = 0;
 	e->maps_valid = ms != NULL;
-	e->last_read_ns = now_ns();
+	e->last_read_ns = clock__mono_ns();
 }
 
 /* ---- process entries ---- */
@@ -658,7 +651,7 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 		return m;
 	if (p->dead || e->n_retired >= RETIRED_MAX)
 		goto miss;
-	now = now_ns();
+	now = clock__mono_ns();
 	if (e->maps_valid && now - e->last_read_ns < REREAD_INTERVAL_NS)
 		goto miss;
 	e->last_read_ns = now;
