@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* `mlprof agent`: continuous profiling daemon (setup, SIGHUP reload, main loop, shutdown). */
 #define LOG_MODULE "agent"
+/* How long a stopping agent waits for symbol indexes still being built (SIGTERM: < 2 s). */
+#define AGENT_DRAIN_MS 1000
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -307,6 +309,7 @@ static int run(struct agent *a, const sigset_t *sigs)
 	atomic_store(&a->ready, false);
 	for (int i = 0; i < 5 && pipeline__poll(a->pl, 0) > 0; i++)
 		;
+	pipeline__drain(a->pl, AGENT_DRAIN_MS);
 	now = clock__mono_ns();
 	for (int i = 0; i < 2; i++) {
 		uint64_t start = a->win[i].idx * a->interval_ns;

@@ -24,6 +24,13 @@ enum {
 	M_SYM_BYTES,
 	M_SYM_TABLES,
 	M_SYM_EVICT,
+	M_SYM_BUILDS,
+	M_SYM_REBUILDS,
+	M_SYM_BUILD_CPU,
+	M_SYM_BUILDING,
+	M_SYM_WAIT,
+	M_SYM_DEMANGLE_BYTES,
+	M_UNWIND_SCAN,
 	M_PROCS,
 	M_PROC_EVICT,
 	M_ELF,
@@ -89,10 +96,31 @@ static const struct {
 	[M_FRAMES] = {"mlprof_frames_total", METRIC_COUNTER, "Native frames symbolized"},
 	[M_FRAMES_UNSYM] = {"mlprof_frames_unsymbolized_total", METRIC_COUNTER,
 			    "Native frames without a symbol"},
-	[M_SYM_BYTES] = {"mlprof_symcache_bytes", METRIC_GAUGE, "Bytes held by symbol tables"},
-	[M_SYM_TABLES] = {"mlprof_symcache_tables", METRIC_GAUGE, "Symbol tables cached"},
+	[M_SYM_BYTES] = {"mlprof_symcache_bytes", METRIC_GAUGE,
+			 "Bytes held by symbol indexes (12 bytes a function; names stay in the "
+			 "files)"},
+	[M_SYM_TABLES] = {"mlprof_symcache_tables", METRIC_GAUGE, "Symbol indexes held"},
 	[M_SYM_EVICT] = {"mlprof_symcache_evictions_total", METRIC_COUNTER,
-			 "Symbol tables evicted by the memory bound"},
+			 "Symbol indexes evicted by the memory bound"},
+	[M_SYM_BUILDS] =
+		{"mlprof_symcache_builds_total", METRIC_COUNTER,
+		 "Symbol indexes built (one per file, shared by every process mapping it)"},
+	[M_SYM_REBUILDS] =
+		{"mlprof_symcache_rebuilds_total", METRIC_COUNTER,
+		 "Symbol indexes built again after their eviction (the bound is too small "
+		 "for the working set: raise --symcache-bytes)"},
+	[M_SYM_BUILD_CPU] = {"mlprof_symcache_build_cpu_seconds_total", METRIC_COUNTER,
+			     "CPU time of the symbol index builder thread"},
+	[M_SYM_BUILDING] = {"mlprof_symcache_building", METRIC_GAUGE,
+			    "Symbol index builds queued or in progress"},
+	[M_SYM_WAIT] = {"mlprof_symbol_wait_samples_total", METRIC_COUNTER,
+			"Samples that waited for a symbol index being built, by outcome (named "
+			"once it was ready, or sent with raw addresses: age, bound, exit)"},
+	[M_SYM_DEMANGLE_BYTES] = {"mlprof_symcache_demangled_bytes", METRIC_GAUGE,
+				  "Bytes held by demangled names"},
+	[M_UNWIND_SCAN] = {"mlprof_unwind_scan_frames_total", METRIC_COUNTER,
+			   "Callers of frames with neither CFI nor frame pointer (hand-written "
+			   "assembly: MKL) found by a return address on the stack"},
 	[M_PROCS] = {"mlprof_procs_cached", METRIC_GAUGE, "Processes in the process cache"},
 	[M_PROC_EVICT] = {"mlprof_proc_evictions_total", METRIC_COUNTER,
 			  "Processes evicted from the process cache"},
@@ -207,6 +235,7 @@ static void collect(struct metrics *m, void *ctx)
 			metrics__set(m, id[M_UNWIND], "end", unwind_end__str((enum unwind_end)i),
 				     (double)ps.unwind_ends[i], 0);
 		metrics__set(m, id[M_UNWIND_FP], NULL, NULL, (double)ps.unwind.fp_frames, 0);
+		metrics__set(m, id[M_UNWIND_SCAN], NULL, NULL, (double)ps.unwind.scan_frames, 0);
 		for (int i = 0; i < UNWIND_FP_FAIL__COUNT; i++)
 			metrics__set(m, id[M_UNWIND_FP_FAIL], "reason",
 				     unwind_fp_fail__str((enum unwind_fp_fail)i),
@@ -217,6 +246,14 @@ static void collect(struct metrics *m, void *ctx)
 	metrics__set(m, id[M_SYM_BYTES], NULL, NULL, (double)ps.symcache_bytes, 0);
 	metrics__set(m, id[M_SYM_TABLES], NULL, NULL, (double)ps.symcache_tables, 0);
 	metrics__set(m, id[M_SYM_EVICT], NULL, NULL, (double)ps.symcache_evictions, 0);
+	metrics__set(m, id[M_SYM_BUILDS], NULL, NULL, (double)ps.sym.builds, 0);
+	metrics__set(m, id[M_SYM_REBUILDS], NULL, NULL, (double)ps.sym.rebuilds, 0);
+	metrics__set(m, id[M_SYM_BUILD_CPU], NULL, NULL, (double)ps.sym.build_cpu_ns / 1e9, 0);
+	metrics__set(m, id[M_SYM_BUILDING], NULL, NULL, (double)ps.sym.building, 0);
+	metrics__set(m, id[M_SYM_WAIT], "outcome", "named",
+		     (double)(ps.symwait_parked - ps.symwait_forced - ps.symwait_now), 0);
+	metrics__set(m, id[M_SYM_WAIT], "outcome", "raw_addresses", (double)ps.symwait_forced, 0);
+	metrics__set(m, id[M_SYM_DEMANGLE_BYTES], NULL, NULL, (double)ps.sym.demangle_bytes, 0);
 	metrics__set(m, id[M_PROCS], NULL, NULL, (double)ps.procs_cached, 0);
 	metrics__set(m, id[M_PROC_EVICT], NULL, NULL, (double)ps.proc_evictions, 0);
 	metrics__set(m, id[M_ELF], NULL, NULL, (double)ps.elf_files, 0);
@@ -229,8 +266,9 @@ static void collect(struct metrics *m, void *ctx)
 	metrics__set(m, id[M_PY_UNSUPPORTED], NULL, NULL, (double)ps.python.procs_unsupported, 0);
 	metrics__set(m, id[M_PY_SAMPLES], NULL, NULL, (double)ps.python.samples, 0);
 	metrics__set(m, id[M_PY_FRAMES], "result", "named", (double)ps.python.frames, 0);
-	metrics__set(m, id[M_PY_FRAMES], "result", "unreadable", (double)ps.python.frames_failed,
-		     0);
+	for (int i = 0; i < PYCODE_FAIL__COUNT; i++)
+		metrics__set(m, id[M_PY_FRAMES], "result", pycode_fail_names[i],
+			     (double)ps.python.frames_failed_by[i], 0);
 	metrics__set(m, id[M_PY_MERGE], "result", "exact", (double)ps.python.merged_exact, 0);
 	metrics__set(m, id[M_PY_MERGE], "result", "mismatch", (double)ps.python.merged_mismatch, 0);
 	metrics__set(m, id[M_PY_CODE_BYTES], NULL, NULL, (double)ps.python.code.bytes, 0);

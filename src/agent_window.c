@@ -232,6 +232,8 @@ void agent_window__rotate(struct agent *a)
 
 	/* the in-use views (GPU memory, memory growth) at the end of the window being sent */
 	pipeline__snapshot(a->pl, (a->win[0].idx + 1) * a->interval_ns - 1);
+	/* samples of the window still waiting for a symbol index go in it, unnamed there */
+	pipeline__flush_before(a->pl, (a->win[0].idx + 1) * a->interval_ns);
 	agent_window__flush(a, &a->win[0], 0, (int64_t)a->interval_ns);
 	tmp = a->win[0];
 	a->win[0] = a->win[1];

@@ -220,21 +220,21 @@ static bool family_on(const struct cuda *c, enum family f)
 	return false;
 }
 
-/* True when the file's string tables mention an entry point at all (cheap pre-check). */
+/*
+ * True when the file defines one of the main entry points (a cheap pre-check before the
+ * whole probe table is looked up): through .gnu.hash, whatever the file's size, and a scan
+ * of .symtab only where it is small (see elf_file__find_symbol).
+ */
 static bool mentions_cuda(struct elf_file *ef)
 {
 	static const char *const needles[] = {"cudaLaunchKernel", "cuLaunchKernel", "ncclAllReduce",
 					      "cudaMalloc", "cuMemAlloc_v2"};
-	static const char *const tabs[] = {".dynstr", ".strtab"};
 
-	for (size_t t = 0; t < 2; t++) {
-		struct elf_section sec;
+	for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++) {
+		uint64_t v;
 
-		if (elf_file__section(ef, tabs[t], &sec) || !sec.data)
-			continue;
-		for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
-			if (memmem(sec.data, sec.size, needles[i], strlen(needles[i])))
-				return true;
+		if (!elf_file__find_symbol(ef, needles[i], &v, NULL))
+			return true;
 	}
 	return false;
 }

@@ -19,7 +19,12 @@
 #include "log.h"
 
 #define DL_BUCKETS	    4096
-#define DL_DEFAULT_MAX_OPEN 8
+#define DL_DEFAULT_MAX_OPEN 16
+/*
+ * Files without usable lines (too big, no DWARF, unreadable) remembered by key, so that
+ * they are neither reopened on every new address nor hold an open slot (direct-mapped).
+ */
+#define DL_FAILED_SLOTS 1024
 /*
  * Files with more .debug_* bytes (as stored, often compressed) are not read: opening one
  * costs its decompression (libpython's 9 MiB debug file: ~0.4 s of CPU and ~50 MB held),
@@ -45,7 +50,7 @@ struct cu_range {
 	Dwarf_Off die;
 };
 
-/* One open debug file; bad files (unreadable, corrupt, too big) stay listed without DWARF. */
+/* One open debug file (bad ones are closed at once and remembered in failed[]). */
 struct dl_file {
 	uint64_t key;
 	int fd;
@@ -60,8 +65,9 @@ struct dl_file {
 struct dwarf_lines {
 	struct dwarf_lines_config cfg;
 	struct dl_entry *buckets[DL_BUCKETS];
-	struct lru_list entries; /* results, most recently used at head */
-	struct lru_list files;	 /* open files, most recently used at head */
+	struct lru_list entries;	  /* results, most recently used at head */
+	struct lru_list files;		  /* open files, most recently used at head */
+	uint64_t failed[DL_FAILED_SLOTS]; /* keys of files without usable lines */
 	struct dwarf_lines_stats stats;
 };
 
@@ -207,7 +213,10 @@ done:
 	return 0;
 }
 
-/* Opens path for key (evicting the least recently used file past max_open). NULL on ENOMEM. */
+/*
+ * Opens path for key (evicting the least recently used file past max_open). NULL with errno
+ * ENOENT (no usable lines: remembered) or ENOMEM.
+ */
 static struct dl_file *file_open(struct dwarf_lines *dl, uint64_t key, const char *path,
 				 const struct dl_file_id *id)
 {
@@ -259,15 +268,16 @@ static struct dl_file *file_open(struct dwarf_lines *dl, uint64_t key, const cha
 	err = build_ranges(f);
 	if (err == -ENOMEM) {
 		file_close(dl, f);
+		errno = ENOMEM;
 		return NULL;
 	}
 	return f;
 bad:
 	dl->stats.file_errors++;
-	if (f->dw)
-		dwarf_end(f->dw);
-	f->dw = NULL;
-	return f;
+	dl->failed[key % DL_FAILED_SLOTS] = key;
+	file_close(dl, f);
+	errno = ENOENT;
+	return NULL;
 }
 
 static struct dl_file *file_get(struct dwarf_lines *dl, uint64_t key, const char *path,
@@ -275,6 +285,10 @@ static struct dl_file *file_get(struct dwarf_lines *dl, uint64_t key, const char
 {
 	struct lru_node *n;
 
+	if (dl->failed[key % DL_FAILED_SLOTS] == key) {
+		errno = ENOENT;
+		return NULL;
+	}
 	for (n = dl->files.head; n; n = n->next) {
 		struct dl_file *f = lru_entry(n, struct dl_file, lru);
 
@@ -395,7 +409,7 @@ int dwarf_lines__lookup(struct dwarf_lines *dl, uint64_t file_key, const char *p
 	}
 	f = file_get(dl, file_key, path, id);
 	if (!f)
-		return -ENOMEM;
+		return errno == ENOENT ? -ENOENT : -ENOMEM;
 	resolve(f, vaddr, &file, &line, &start_line);
 	flen = file ? strnlen(file, DL_MAX_FILE_LEN) : 0;
 	e = malloc(sizeof(*e) + flen + 1);

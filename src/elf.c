@@ -705,6 +705,20 @@ int elf_file__read_vaddr(const struct elf_file *ef, uint64_t vaddr, void *buf, s
 	return -EFAULT;
 }
 
+/* See elf.h. */
+void elf_file__drop_pages(const struct elf_file *ef, uint64_t off, uint64_t len)
+{
+	uintptr_t start, end;
+
+	if (!ef->mapped || !len || !range_ok(off, len, ef->len))
+		return;
+	/* whole pages inside the range only: a neighbour's page may still be in use */
+	start = ((uintptr_t)ef->data + off + page_size - 1) & ~(uintptr_t)(page_size - 1);
+	end = ((uintptr_t)ef->data + off + len) & ~(uintptr_t)(page_size - 1);
+	if (end > start)
+		madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
 /* See elf.h. Standard CRC-32 (zlib polynomial), as used by .gnu_debuglink. */
 uint32_t elf_file__crc32(const struct elf_file *ef)
 {
@@ -722,27 +736,119 @@ uint32_t elf_file__crc32(const struct elf_file *ef)
 	return (uint32_t)crc;
 }
 
+/*
+ * Symbol tables scanned entry by entry at most this big: a name in a larger one (PyTorch's
+ * .symtab holds 546k entries) is found through .gnu.hash, or not by a scan.
+ */
+#define SCAN_MAX_BYTES (4u << 20)
+#ifndef SHT_GNU_HASH
+#define SHT_GNU_HASH 0x6ffffff6
+#endif
+
+/* True when symbol entry s of a table with strings str is a defined name (and function). */
+static bool sym_matches(const Elf64_Sym *s, const struct elf_section *str, const char *name,
+			size_t nlen, bool func)
+{
+	if (func && ELF64_ST_TYPE(s->st_info) != STT_FUNC &&
+	    ELF64_ST_TYPE(s->st_info) != STT_GNU_IFUNC)
+		return false;
+	if (s->st_shndx == SHN_UNDEF || s->st_name >= str->size || str->size - s->st_name <= nlen)
+		return false;
+	return memcmp(str->data + s->st_name, name, nlen + 1) == 0;
+}
+
+static uint32_t load_u32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * Looks name up through the GNU hash table of .dynsym (a few reads, whatever its size).
+ * Returns 0, -ENOENT (not there) or -ENOTSUP (no usable .gnu.hash).
+ */
+static int find_gnu_hash(const struct elf_file *ef, const char *name, bool func, uint64_t *value,
+			 uint64_t *size)
+{
+	struct elf_section gh, sym, str;
+	uint32_t nbuckets, symoff, bloom_n, shift, h = 5381, idx;
+	const uint8_t *buckets, *chain;
+	uint64_t bloom, need, nsyms;
+	size_t nlen = strlen(name);
+
+	if (elf_file__section(ef, ".gnu.hash", &gh) || !gh.data || gh.type != SHT_GNU_HASH ||
+	    gh.size < 16 || elf_file__section_by_index(ef, gh.link, &sym) || !sym.data ||
+	    sym.entsize != sizeof(Elf64_Sym) || elf_file__section_by_index(ef, sym.link, &str) ||
+	    !str.data)
+		return -ENOTSUP;
+	nbuckets = load_u32(gh.data);
+	symoff = load_u32(gh.data + 4);
+	bloom_n = load_u32(gh.data + 8);
+	shift = load_u32(gh.data + 12);
+	need = 16 + (uint64_t)bloom_n * 8 + (uint64_t)nbuckets * 4;
+	nsyms = sym.size / sizeof(Elf64_Sym);
+	if (!nbuckets || !bloom_n || need > gh.size || symoff > nsyms)
+		return -ENOTSUP;
+	for (const char *c = name; *c; c++)
+		h = h * 33 + (uint8_t)*c;
+	memcpy(&bloom, gh.data + 16 + (uint64_t)((h / 64) % bloom_n) * 8, 8);
+	if (!((bloom >> (h % 64)) & (bloom >> ((h >> (shift & 63)) % 64)) & 1))
+		return -ENOENT;
+	buckets = gh.data + 16 + (uint64_t)bloom_n * 8;
+	chain = buckets + (uint64_t)nbuckets * 4;
+	idx = load_u32(buckets + (uint64_t)(h % nbuckets) * 4);
+	if (idx < symoff)
+		return -ENOENT;
+	for (; idx < nsyms; idx++) {
+		uint64_t coff = (uint64_t)(idx - symoff) * 4;
+		uint32_t h2;
+		Elf64_Sym s;
+
+		if (coff + 4 > gh.size - need)
+			return -ENOENT;
+		h2 = load_u32(chain + coff);
+		if ((h | 1) == (h2 | 1)) {
+			memcpy(&s, sym.data + (uint64_t)idx * sizeof(s), sizeof(s));
+			if (sym_matches(&s, &str, name, nlen, func)) {
+				*value = s.st_value;
+				if (size)
+					*size = s.st_size;
+				return 0;
+			}
+		}
+		if (h2 & 1)
+			break;
+	}
+	return -ENOENT;
+}
+
 /* Looks name up in one symbol table section (bounds-checked; st_name must stay in strtab). */
 static int find_in_symtab(const struct elf_file *ef, const char *secname, const char *name,
 			  bool func, uint64_t *value, uint64_t *size)
 {
 	struct elf_section sym, str;
 	size_t nlen = strlen(name);
+	int err;
 
+	if (!strcmp(secname, ".dynsym")) {
+		err = find_gnu_hash(ef, name, func, value, size);
+		if (err != -ENOTSUP)
+			return err;
+	}
 	if (elf_file__section(ef, secname, &sym) || !sym.data || sym.entsize != sizeof(Elf64_Sym) ||
 	    elf_file__section_by_index(ef, sym.link, &str) || !str.data)
 		return -ENOENT;
+	if (sym.size > SCAN_MAX_BYTES) {
+		pr_debug("%s: %s too large to scan for %s", ef->path, secname, name);
+		return -ENOENT;
+	}
 	for (uint64_t i = 0; i < sym.size / sizeof(Elf64_Sym); i++) {
 		Elf64_Sym s;
 
 		memcpy(&s, sym.data + i * sizeof(Elf64_Sym), sizeof(s));
-		if (func && ELF64_ST_TYPE(s.st_info) != STT_FUNC &&
-		    ELF64_ST_TYPE(s.st_info) != STT_GNU_IFUNC)
-			continue;
-		if (s.st_shndx == SHN_UNDEF || s.st_name >= str.size ||
-		    str.size - s.st_name <= nlen)
-			continue;
-		if (memcmp(str.data + s.st_name, name, nlen + 1) != 0)
+		if (!sym_matches(&s, &str, name, nlen, func))
 			continue;
 		*value = s.st_value;
 		if (size)
@@ -793,6 +899,12 @@ bool elf_file__identity(const struct elf_file *ef, struct elf_identity *out)
 		return false;
 	*out = ef->id;
 	return true;
+}
+
+/* See elf.h. */
+uint64_t elf_file__serial(const struct elf_file *ef)
+{
+	return ef->serial;
 }
 
 /* See elf.h. */

@@ -69,9 +69,11 @@ int elf_file__vaddr_to_offset(const struct elf_file *ef, uint64_t vaddr, uint64_
 int elf_file__read_vaddr(const struct elf_file *ef, uint64_t vaddr, void *buf, size_t len);
 
 /*
- * Finds a defined symbol by exact name in .dynsym, then .symtab (a linear scan: for a few
- * look-ups per file, not per sample). Returns 0 and its value (a vaddr for code and data)
- * and size (size may be NULL), or -ENOENT.
+ * Finds a defined symbol by exact name in .dynsym (through .gnu.hash: a few reads whatever
+ * its size; a linear scan without one), then .symtab (a linear scan, only of tables up to
+ * 4 MiB: never a whole PyTorch-sized table on the sampling thread). For a few look-ups per
+ * file, not per sample. Returns 0 and its value (a vaddr for code and data) and size (size
+ * may be NULL), or -ENOENT.
  */
 int elf_file__find_symbol(const struct elf_file *ef, const char *name, uint64_t *value,
 			  uint64_t *size);
@@ -94,10 +96,19 @@ const char *elf_file__memo_key(const struct elf_file *ef, const char *path, char
 const char *elf_file__identity_key(const struct elf_file *ef, char *buf, size_t len);
 /* Fills out with the file's identity; false for in-memory images. */
 bool elf_file__identity(const struct elf_file *ef, struct elf_identity *out);
+/* A number naming this opened object, unique in this process and never reused. */
+uint64_t elf_file__serial(const struct elf_file *ef);
 /* True once a read found the file shorter than when it was opened (its tail reads as 0). */
 bool elf_file__truncated(const struct elf_file *ef);
 /* SIGBUS faults absorbed so far in mapped files of this process (all files). */
 uint64_t elf__sigbus_count(void);
+
+/*
+ * Gives back this process's copies of the mapped file pages covering [off, off + len): they
+ * leave the resident set and are read from the page cache again when touched. For tables
+ * read once (a symbol table indexed elsewhere). No-op for in-memory images.
+ */
+void elf_file__drop_pages(const struct elf_file *ef, uint64_t off, uint64_t len);
 
 /* Computes the CRC32 used by .gnu_debuglink over the whole file. */
 uint32_t elf_file__crc32(const struct elf_file *ef);

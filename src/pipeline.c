@@ -9,14 +9,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cuda.h"
 #include "dwarf_lines.h"
+#include "frame_cache.h"
 #include "memtrack.h"
 #include "proc.h"
 #include "python.h"
 #include "python_code.h"
 #include "sampler.h"
 #include "symcache.h"
+#include "symwait.h"
 #include "unwind.h"
 #include "unwound.h"
 
@@ -43,6 +46,19 @@ struct done_count {
 #define PIPELINE_MAX_PROCS	4096
 #define PIPELINE_SYMCACHE_BYTES (32u << 20)
 #define MEM_MAX_STACK_BYTES	(16u << 20)
+/*
+ * Samples waiting for a symbol index being built (a library seen for the first time): at
+ * most this many, this many bytes, this long; beyond, the oldest go out with the frames of
+ * files still being indexed unnamed (mapping + address, counted).
+ */
+/* Named frames kept by (maps generation, pc). */
+#define FRAME_CACHE_SLOTS  4096
+#define SYMWAIT_MAX	   65536
+#define SYMWAIT_MAX_BYTES  (8u << 20)
+#define SYMWAIT_MAX_AGE_NS (5ull * 1000 * 1000 * 1000)
+/* What an exit or exec with parked samples may wait for their indexes: each, per second. */
+#define FLUSH_WAIT_MS	     100
+#define FLUSH_WAIT_BUDGET_NS (200ull * 1000 * 1000)
 
 /* Per-sample string scratch: symbol names are copied here so that all frames of one stack
  * stay valid together (symcache results live only until the next lookup). */
@@ -55,13 +71,24 @@ struct pipeline {
 	struct sampler *sampler;
 	struct proc_cache *procs;
 	struct symcache *syms;
+	struct frame_cache *fcache; /* named native frames by (maps generation, pc) */
 	struct ksyms *ksyms;
 	struct unwinder *unwinder;
 	struct python *py; /* NULL when Python frames are off */
 	struct cuda *cuda; /* NULL when CUDA probes are off */
 	int sink_err;
 
+	/* samples parked until their symbol indexes are built */
+	struct symwait wait;
+	uint64_t wait_gen;	/* symcache__ready_gen when the parked samples were last tried */
+	bool sym_missing;	/* a frame of the sample being emitted needs an index not built */
+	bool force_emit;	/* emit even so (frames of files still indexed stay unnamed) */
+	uint64_t parked_now_ns; /* parked_ns of the sample being re-emitted (0: a new one) */
+	uint64_t wait_parked, wait_forced, wait_frames_unnamed;
+	uint64_t flush_wait_start_ns, flush_wait_ns; /* flush_pid's waits this second */
+
 	uint64_t samples, frames_total, frames_unsym, proc_events, cpu_ns;
+	uint64_t cpu_samples, py_cpu_samples;
 	struct pending *pend_head, *pend_tail;
 	size_t pend_bytes, pend_count;
 	uint64_t offcpu_unmatched, offcpu_dropped;
@@ -145,36 +172,62 @@ static int add_kernel_frames(struct pipeline *pl, const struct mlprof_sample *s,
 	return n;
 }
 
-/* Names one native frame; pc is already adjusted to point into the call instruction. */
-static void symbolize_native(struct pipeline *pl, struct proc *p, uint64_t pc, struct frame *f)
+/*
+ * Names one native frame into f (strings owned by the caches). Returns true when the result
+ * is final for this generation of the process's maps (it may be cached), false when the
+ * file's index is still being built or memory ran out.
+ */
+static bool resolve_native(struct pipeline *pl, struct proc *p, uint64_t pc, struct frame *f)
 {
 	const struct proc_map *m;
 	struct elf_file *ef;
 	struct sym_result res;
 	uint64_t vaddr;
+	int err;
 
 	memset(f, 0, sizeof(*f));
 	f->kind = FRAME_NATIVE;
 	f->addr = pc;
-	pl->frames_total++;
 	m = proc_cache__find_map(pl->procs, p, pc);
-	if (!m) {
-		pl->frames_unsym++;
-		return;
-	}
+	if (!m)
+		return true;
 	f->map = &m->fm;
 	ef = proc_cache__map_elf(pl->procs, p, m);
-	if (!ef || proc_map__to_vaddr(m, ef, pc, &vaddr) != 0 ||
-	    symcache__lookup(pl->syms, ef, p->root, vaddr, &res) != 0) {
-		pl->frames_unsym++;
-		return;
+	if (!ef || proc_map__to_vaddr(m, ef, pc, &vaddr) != 0)
+		return true;
+	err = symcache__lookup(pl->syms, ef, p->root, vaddr, &res);
+	if (err == -EAGAIN || err == -EBUSY) {
+		/* the file's index is being built: the sample waits for it (or goes unnamed) */
+		pl->sym_missing = true;
+		if (pl->force_emit)
+			pl->wait_frames_unnamed++;
+		return false;
 	}
-	f->function = arena_copy(pl, res.name);
+	if (err)
+		return err == -ENOENT;
+	f->function = res.name;
 	if (res.file) {
-		f->file = arena_copy(pl, res.file);
+		f->file = res.file;
 		f->line = res.line;
 		f->start_line = res.start_line;
 	}
+	return true;
+}
+
+/* Names one native frame; pc is already adjusted to point into the call instruction. */
+static void symbolize_native(struct pipeline *pl, struct proc *p, uint64_t pc, struct frame *f)
+{
+	pl->frames_total++;
+	if (!frame_cache__get(pl->fcache, p->gen, pc, f) && resolve_native(pl, p, pc, f))
+		frame_cache__put(pl->fcache, p->gen, pc, f);
+	if (!f->function) {
+		pl->frames_unsym++;
+		return;
+	}
+	/* the caches' strings live until their next lookup: the sample keeps copies */
+	f->function = arena_copy(pl, f->function);
+	if (f->file)
+		f->file = arena_copy(pl, f->file);
 }
 
 /* An off-CPU sample waiting for its interval to end (FIFO list, oldest first). */
@@ -268,6 +321,12 @@ static void kernel_frame(struct pipeline *pl, struct proc *p, const struct mlpro
 	}
 	memset(f, 0, sizeof(*f));
 	f->kind = FRAME_CUDA_KERNEL;
+	if (pl->sym_missing && !pl->force_emit) {
+		/* not named from a half-built view: the sample waits for the index */
+		pl->cur_proc = NULL;
+		return;
+	}
+	f->kind = FRAME_CUDA_KERNEL;
 	f->function = arena_copy(pl, cuda__kernel_name(pl->cuda, (pid_t)s->pid, s->aux[0],
 						       (uint32_t)s->aux[1], fn_name, name_addr, pl,
 						       pl->kname, sizeof(pl->kname)));
@@ -300,6 +359,112 @@ static void name_from_stub(struct pipeline *pl, const struct mlprof_sample *s, i
 }
 
 static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t value, bool inuse,
+		      uint64_t time_ns);
+
+/* Emits a parked sample now, with whatever indexes are ready (the rest unnamed). */
+static int emit_forced(struct pipeline *pl, struct parked *e)
+{
+	int err;
+
+	symwait__take(&pl->wait, e);
+	pl->force_emit = true;
+	err = emit_stage(pl, &e->u, e->value, e->inuse, e->time_ns);
+	pl->force_emit = false;
+	free(e);
+	return err;
+}
+
+/*
+ * Keeps a sample whose frames need an index still being built, to emit it once the index
+ * is ready (pipeline__poll tries again). A full queue sends its oldest out first; a sample
+ * that cannot be kept goes out now, unnamed where it must.
+ */
+static int park(struct pipeline *pl, const struct unwound *u, int64_t value, bool inuse,
+		uint64_t time_ns)
+{
+	uint64_t first = pl->parked_now_ns ? pl->parked_now_ns : clock__mono_ns();
+	int err = 0, perr;
+
+	if (!pl->parked_now_ns)
+		pl->wait_parked++;
+	perr = symwait__park(&pl->wait, u, value, inuse, time_ns, first);
+	/* (a re-parked sample was just taken out: it never needs room made) */
+	while (perr == -ENOSPC && pl->wait.head && !pl->parked_now_ns) {
+		err = emit_forced(pl, pl->wait.head) ?: err;
+		perr = symwait__park(&pl->wait, u, value, inuse, time_ns, first);
+	}
+	if (perr) {
+		pl->force_emit = true;
+		err = emit_stage(pl, u, value, inuse, time_ns) ?: err;
+		pl->force_emit = false;
+	}
+	return err;
+}
+
+/*
+ * Emits parked samples: those whose indexes are ready (when any became ready since the last
+ * try), those parked longer than SYMWAIT_MAX_AGE_NS, those of pid (0: none) and those
+ * whose time is before before_ns (0: none) now (the process exited or changed image, the
+ * window closes), and all of them when force is set.
+ */
+static int retry_parked(struct pipeline *pl, uint32_t pid, uint64_t before_ns, bool force)
+{
+	uint64_t gen = symcache__ready_gen(pl->syms), now = clock__mono_ns();
+	bool ready = gen != pl->wait_gen;
+	size_t n = pl->wait.count;
+	struct parked *e, *next;
+	int err = 0;
+
+	pl->wait_gen = gen;
+	/* re-parked samples go to the tail: only the n there now are looked at */
+	for (e = pl->wait.head; n && e; n--, e = next) {
+		next = e->next;
+		uint64_t t = e->time_ns ? e->time_ns : e->u.hdr.time_ns;
+
+		if (force || (pid && e->u.hdr.pid == pid) || t < before_ns ||
+		    now - e->parked_ns > SYMWAIT_MAX_AGE_NS) {
+			err = emit_forced(pl, e) ?: err;
+			continue;
+		}
+		if (!ready)
+			continue;
+		symwait__take(&pl->wait, e);
+		pl->parked_now_ns = e->parked_ns;
+		err = emit_stage(pl, &e->u, e->value, e->inuse, e->time_ns) ?: err;
+		pl->parked_now_ns = 0;
+		free(e);
+	}
+	return err;
+}
+
+/*
+ * A process exits or changes its image: its parked samples must go out while its maps and
+ * Python state are known. The builder gets a short, bounded wait first (a process that
+ * ends right after it mapped a new library), within a budget per second.
+ */
+static int flush_pid(struct pipeline *pl, uint32_t pid)
+{
+	uint64_t now = clock__mono_ns();
+	struct parked *e;
+	int err = 0;
+
+	for (e = pl->wait.head; e && e->u.hdr.pid != pid; e = e->next)
+		;
+	if (!e)
+		return 0;
+	if (now - pl->flush_wait_start_ns > 1000000000ull) {
+		pl->flush_wait_start_ns = now;
+		pl->flush_wait_ns = 0;
+	}
+	if (pl->flush_wait_ns < FLUSH_WAIT_BUDGET_NS) {
+		symcache__wait(pl->syms, FLUSH_WAIT_MS);
+		pl->flush_wait_ns += clock__mono_ns() - now;
+		err = retry_parked(pl, 0, 0, false);
+	}
+	return retry_parked(pl, pid, 0, false) ?: err;
+}
+
+static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t value, bool inuse,
 		      uint64_t time_ns)
 {
 	const struct mlprof_sample *s = &u->hdr;
@@ -309,6 +474,7 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 	int n, nu = 0;
 
 	pl->names_used = 0;
+	pl->sym_missing = false;
 	memcpy(thread_name, s->comm, MLPROF_COMM_LEN);
 	thread_name[MLPROF_COMM_LEN] = '\0';
 
@@ -326,6 +492,8 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 
 				symbolize_native(pl, p, pc, &pl->ufr[nu++]);
 			}
+			if (pl->sym_missing && !pl->force_emit)
+				return park(pl, u, value, inuse, time_ns);
 			why = truncation_reason(u->end);
 		} else {
 			why = "[process exited before its maps were read]";
@@ -343,8 +511,12 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 			n += nu;
 		}
 	}
+	if (pl->sym_missing && !pl->force_emit)
+		return park(pl, u, value, inuse, time_ns);
 	if (n == 0)
 		truncation_frame(&pl->frames[n++], "[no stack]");
+	if (pl->sym_missing)
+		pl->wait_forced++;
 	if (s->kind == MLPROF_SK_CUDA_LAUNCH && pl->cuda)
 		name_from_stub(pl, s, n);
 
@@ -361,6 +533,15 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 	info.proc = p;
 	info.start_ns = s->start_ns;
 	pl->samples++;
+	if (s->kind == MLPROF_SK_CPU && !inuse) {
+		pl->cpu_samples++;
+		for (int i = 0; i < n; i++) {
+			if (pl->frames[i].kind == FRAME_PYTHON) {
+				pl->py_cpu_samples++;
+				break;
+			}
+		}
+	}
 	return pl->sink(pl->sink_ctx, &info, pl->frames, n);
 }
 
@@ -502,9 +683,7 @@ static void pending_unlink(struct pipeline *pl, struct pending *e)
 /* Keeps an off-CPU sample until its interval ends (bounded; the oldest go first). */
 static void pending_add(struct pipeline *pl, const struct unwound *u)
 {
-	size_t np = u->py ? u->hdr.py_nframes : 0;
-	size_t bytes = sizeof(struct pending) + (size_t)u->nu * sizeof(uint64_t) +
-		       np * sizeof(struct mlprof_py_frame);
+	size_t bytes = sizeof(struct pending) + unwound__data_bytes(u);
 	struct pending *e;
 
 	/* a thread has one open interval: an older one lost its end (ring buffer full) */
@@ -526,15 +705,7 @@ static void pending_add(struct pipeline *pl, const struct unwound *u)
 		return;
 	}
 	e->bytes = bytes;
-	e->u = *u;
-	memcpy(e->data, u->pcs, (size_t)u->nu * sizeof(uint64_t));
-	e->u.pcs = e->data;
-	if (np) {
-		memcpy(e->data + u->nu, u->py, np * sizeof(struct mlprof_py_frame));
-		e->u.py = (const void *)(e->data + u->nu);
-	} else {
-		e->u.py = NULL;
-	}
+	unwound__copy(&e->u, e->data, u);
 	e->next = NULL;
 	e->prev = pl->pend_tail;
 	if (pl->pend_tail)
@@ -656,6 +827,9 @@ static int on_event(void *ctx, const void *data, size_t size)
 		break;
 	case MLPROF_EV_EXEC:
 		if (size >= sizeof(*pe)) {
+			/* parked samples of the old image go out while its maps are known */
+			if (pl->wait.count)
+				err = flush_pid(pl, pe->pid);
 			/* the old image's memory went with it: nothing of it is in use any more */
 			memtrack__drop_pid(pl->mem, pe->pid);
 			if (pl->py)
@@ -668,6 +842,9 @@ static int on_event(void *ctx, const void *data, size_t size)
 		if (size >= sizeof(*pe)) {
 			/* dead first: its maps must not be re-read (empty) while we name things */
 			proc_cache__on_exit(pl->procs, (pid_t)pe->pid);
+			/* its parked samples go out while its Python state is known */
+			if (pl->wait.count)
+				err = flush_pid(pl, pe->pid);
 			pending_drop_pid(pl, pe->pid);
 			/* what it held when it ended is its last in-use view (a leak report) */
 			err = snapshot(pl, pe->pid, pe->time_ns);
@@ -685,6 +862,8 @@ static int on_event(void *ctx, const void *data, size_t size)
 	case MLPROF_EV_FORK:
 		/* a new process: if its pid was used before, the cached maps are someone else's */
 		if (size >= sizeof(*pe)) {
+			if (pl->wait.count)
+				err = flush_pid(pl, pe->pid);
 			if (pl->py)
 				python__forget(pl->py, (pid_t)pe->pid);
 			proc_cache__on_exec(pl->procs, (pid_t)pe->pid);
@@ -711,6 +890,8 @@ uint64_t pipeline__bound_bytes(const struct pipeline_config *cfg)
 	uint64_t b = sampler__ringbuf_bytes(cfg->ringbuf_bytes) + sampler__maps_bound_bytes();
 
 	b += cfg->symcache_bytes ? cfg->symcache_bytes : PIPELINE_SYMCACHE_BYTES;
+	b += SYMCACHE_DEMANGLE_BYTES + frame_cache__bound_bytes(FRAME_CACHE_SLOTS) +
+	     SYMWAIT_MAX_BYTES;
 	b += (uint64_t)(cfg->max_procs ? cfg->max_procs : PIPELINE_MAX_PROCS) * PROC_EST_BYTES;
 	if (cfg->python)
 		b += cfg->python_cache_bytes ? cfg->python_cache_bytes : PYCODE_DEFAULT_MAX_BYTES;
@@ -746,8 +927,11 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	sym_cfg.debug_dirs = "/usr/lib/debug";
 	sym_cfg.no_source_lines = cfg->source_lines == PIPELINE_LINES_OFF;
 	sym_cfg.max_dwarf_bytes = cfg->source_lines == PIPELINE_LINES_ALL ? 1ull << 30 : 1ull << 20;
+	sym_cfg.background = true; /* never index a file on the ring buffer's thread */
 	pl->syms = symcache__new(&sym_cfg);
-	if (!pl->procs || !pl->syms || !pl->mem) {
+	pl->fcache = frame_cache__new(FRAME_CACHE_SLOTS);
+	symwait__init(&pl->wait, SYMWAIT_MAX, SYMWAIT_MAX_BYTES);
+	if (!pl->procs || !pl->syms || !pl->mem || !pl->fcache) {
 		err = -errno;
 		pr_err("cannot create caches: %s", strerror(errno));
 		goto cleanup;
@@ -826,6 +1010,7 @@ void pipeline__free(struct pipeline *pl)
 	if (!pl)
 		return;
 	sampler__free(pl->sampler);
+	symwait__clear(&pl->wait);
 	while (pl->pend_head)
 		pending_unlink(pl, pl->pend_head);
 	memtrack__free(pl->mem);
@@ -837,6 +1022,7 @@ void pipeline__free(struct pipeline *pl)
 	python__free(pl->py);
 	ksyms__free(pl->ksyms);
 	symcache__free(pl->syms);
+	frame_cache__free(pl->fcache);
 	proc_cache__free(pl->procs);
 	free(pl);
 }
@@ -867,10 +1053,36 @@ int pipeline__poll(struct pipeline *pl, int timeout_ms)
 
 	pl->sink_err = 0;
 	n = sampler__poll(pl->sampler, timeout_ms);
+	if (pl->wait.count && !pl->sink_err)
+		pl->sink_err = retry_parked(pl, 0, 0, false);
 	pl->cpu_ns += thread_cpu_ns() - t0;
 	if (pl->sink_err)
 		return pl->sink_err;
 	return n;
+}
+
+/* See pipeline.h. */
+int pipeline__flush_before(struct pipeline *pl, uint64_t time_ns)
+{
+	return pl->wait.count ? retry_parked(pl, 0, time_ns, false) : 0;
+}
+
+/* See pipeline.h. */
+int pipeline__drain(struct pipeline *pl, int timeout_ms)
+{
+	uint64_t t0;
+	int err;
+
+	if (!pl->wait.count)
+		return 0;
+	/* waiting for the builder is not the consumer's CPU time */
+	symcache__wait(pl->syms, timeout_ms);
+	t0 = thread_cpu_ns();
+	err = retry_parked(pl, 0, 0, false);
+	if (!err)
+		err = retry_parked(pl, 0, 0, true);
+	pl->cpu_ns += thread_cpu_ns() - t0;
+	return err;
 }
 
 void pipeline__gc(struct pipeline *pl)
@@ -889,6 +1101,8 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	sampler__stats(pl->sampler, out->bpf);
 	sampler__memory_duty(pl->sampler, &out->mem_duty);
 	out->samples = pl->samples;
+	out->cpu_samples = pl->cpu_samples;
+	out->py_cpu_samples = pl->py_cpu_samples;
 	memcpy(out->unwind_ends, pl->unwind_ends, sizeof(out->unwind_ends));
 	unwinder__stats(pl->unwinder, &out->unwind);
 	out->frames_total = pl->frames_total;
@@ -899,6 +1113,11 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	out->symcache_bytes = ss.bytes;
 	out->symcache_tables = ss.tables;
 	out->symcache_evictions = ss.evictions;
+	out->sym = ss;
+	out->symwait_parked = pl->wait_parked;
+	out->symwait_now = pl->wait.count;
+	out->symwait_forced = pl->wait_forced;
+	out->symwait_frames_unnamed = pl->wait_frames_unnamed;
 	proc_cache__stats(pl->procs, &ps);
 	out->procs_cached = ps.procs;
 	out->proc_evictions = ps.proc_evictions;

@@ -15,6 +15,7 @@
 #include "frame.h"
 #include "memtrack.h"
 #include "python.h"
+#include "symcache.h"
 #include "unwind.h"
 
 struct pipeline;
@@ -86,6 +87,8 @@ typedef int (*pipeline_sink_cb)(void *ctx, const struct sample_info *info,
 struct pipeline_stats {
 	uint64_t bpf[MLPROF_STAT__COUNT];
 	uint64_t samples;	 /* samples delivered to the sink */
+	uint64_t cpu_samples;	 /* ... of kind MLPROF_SK_CPU */
+	uint64_t py_cpu_samples; /* ... of which with at least one Python frame */
 	uint64_t unwind_ends[6]; /* by enum unwind_end */
 	/* the unwinder's own counters (frame-pointer fallback) */
 	struct unwind_stats unwind;
@@ -94,6 +97,13 @@ struct pipeline_stats {
 	uint64_t proc_events;
 	uint64_t cpu_ns; /* user-space CPU time spent processing records */
 	uint64_t symcache_bytes, symcache_tables, symcache_evictions;
+	struct symcache_stats sym; /* the symbol indexes in full */
+	/* samples that waited for a symbol index being built (a file seen the first time) */
+	uint64_t symwait_parked;	 /* samples that waited */
+	uint64_t symwait_now;		 /* ... waiting now */
+	uint64_t symwait_forced;	 /* ... sent before their index was ready (age, bound,
+					  * exit, end): some frames carry raw addresses */
+	uint64_t symwait_frames_unnamed; /* frames left unnamed in those */
 	uint64_t procs_cached, proc_evictions, elf_files;
 	struct python_stats python;		       /* zero when Python frames are off */
 	uint64_t offcpu_pending, offcpu_pending_bytes; /* off-CPU samples waiting for their end */
@@ -128,6 +138,17 @@ typedef void (*pipeline_count_cb)(void *ctx, pid_t pid, enum mlprof_sample_kind 
 int pipeline__cuda_counts(struct pipeline *pl, pipeline_count_cb cb, void *ctx);
 /* Bytes of memory growth (kind MLPROF_SK_MEMORY) or device memory in use by process pid. */
 int64_t pipeline__inuse(struct pipeline *pl, enum mlprof_sample_kind kind, pid_t pid);
+/*
+ * Waits up to timeout_ms for the symbol indexes that parked samples need, then emits every
+ * parked sample (unnamed frames where an index is still not ready). Call before the last
+ * snapshot of a recording and before pipeline__free. 0 or the sink's error.
+ */
+int pipeline__drain(struct pipeline *pl, int timeout_ms);
+/*
+ * Emits the parked samples taken before time_ns (CLOCK_MONOTONIC) now, unnamed where their
+ * index is still not ready: a window that ends at time_ns is complete. 0 or the sink's error.
+ */
+int pipeline__flush_before(struct pipeline *pl, uint64_t time_ns);
 /* Releases dead processes and unused files; call at window boundaries. */
 void pipeline__gc(struct pipeline *pl);
 void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out);

@@ -29,8 +29,14 @@
 #define MAPS_LINE_MAX 4352
 /* Bound on executable mappings kept per process. */
 #define MAPS_MAX 65536
-/* Minimum interval between two re-reads of a live process's maps on a lookup miss. */
-#define REREAD_INTERVAL_NS (10ull * 1000 * 1000)
+/*
+ * Minimum interval between two re-reads of a live process's maps on a lookup miss; it
+ * doubles (up to the max) each time a re-read finds nothing new: an address in no mapping
+ * (JIT code, a bad return address) must not make every sample read a PyTorch process's
+ * thousands of maps lines. New executable mappings are seen through their mmap events.
+ */
+#define REREAD_INTERVAL_NS     (10ull * 1000 * 1000)
+#define REREAD_INTERVAL_MAX_NS (5ull * 1000 * 1000 * 1000)
 /* Replaced map sets kept (for borrowed pointers) per process until gc; beyond, no re-reads. */
 #define RETIRED_MAX 32
 /* Largest [vdso] image we copy out of a process. */
@@ -72,6 +78,7 @@ struct proc_entry {
 	size_t n_retired;
 	bool maps_valid; /* false after exec: next get re-reads */
 	uint64_t last_read_ns;
+	uint64_t reread_ns; /* current miss re-read interval (backoff) */
 	size_t last_hit;
 	struct elf_file *vdso;
 	bool vdso_tried;
@@ -615,6 +622,22 @@ struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid)
 	return &e->p;
 }
 
+/* True when two map sets list the same mappings of the same files. */
+static bool same_maps(const struct map_set *a, const struct map_set *b)
+{
+	if (!a || !b || a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct proc_map *x = &a->maps[i], *y = &b->maps[i];
+
+		if (x->start != y->start || x->end != y->end || x->offset != y->offset ||
+		    x->inode != y->inode || x->dev_major != y->dev_major ||
+		    x->dev_minor != y->dev_minor || strcmp(x->path, y->path) != 0)
+			return false;
+	}
+	return true;
+}
+
 static const struct proc_map *search(struct proc_entry *e, uint64_t addr)
 {
 	const struct proc_map *maps = e->p.maps;
@@ -639,6 +662,12 @@ static const struct proc_map *search(struct proc_entry *e, uint64_t addr)
 	return NULL;
 }
 
+/* See proc.h. */
+const struct proc_map *proc_cache__find_map_cached(struct proc *p, uint64_t addr)
+{
+	return search((struct proc_entry *)p, addr);
+}
+
 const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *p, uint64_t addr)
 {
 	struct proc_entry *e = (struct proc_entry *)p;
@@ -652,15 +681,27 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 	if (p->dead || e->n_retired >= RETIRED_MAX)
 		goto miss;
 	now = clock__mono_ns();
-	if (e->maps_valid && now - e->last_read_ns < REREAD_INTERVAL_NS)
+	if (e->reread_ns < REREAD_INTERVAL_NS)
+		e->reread_ns = REREAD_INTERVAL_NS;
+	if (e->maps_valid && now - e->last_read_ns < e->reread_ns)
 		goto miss;
 	e->last_read_ns = now;
 	if (read_maps(pc, p->pid, &ms))
 		goto miss;
+	if (e->maps_valid && same_maps(e->cur, ms)) {
+		/* nothing changed: keep the current set (and every cache keyed on its gen) */
+		map_set_free(pc, ms);
+		pc->stats.rereads_unchanged++;
+		e->reread_ns = e->reread_ns * 2 < REREAD_INTERVAL_MAX_NS ? e->reread_ns * 2
+									 : REREAD_INTERVAL_MAX_NS;
+		goto miss;
+	}
 	install_maps(pc, e, ms);
 	m = search(e, addr);
-	if (m)
+	if (m) {
+		e->reread_ns = REREAD_INTERVAL_NS;
 		return m;
+	}
 miss:
 	pc->stats.lookups_failed++;
 	return NULL;
@@ -942,6 +983,11 @@ void proc_cache__refresh(struct proc_cache *pc, pid_t pid)
 	read_comm(pc, &e->p);
 	if (read_maps(pc, pid, &ms))
 		return;
+	e->reread_ns = REREAD_INTERVAL_NS;
+	if (e->maps_valid && same_maps(e->cur, ms)) {
+		map_set_free(pc, ms); /* (several events of one mmap) */
+		return;
+	}
 	install_maps(pc, e, ms);
 }
 

@@ -42,8 +42,9 @@ struct proc_cache_config {
 
 struct proc_cache_stats {
 	uint64_t procs, elf_files, maps_reads, proc_evictions, elf_evictions, lookups_failed;
-	uint64_t files_rejected;  /* a path in a process's root was not the mapped regular file */
-	uint64_t deleted_skipped; /* "(deleted)" mappings left unopened (map_files unreadable) */
+	uint64_t rereads_unchanged; /* re-reads on a miss that found the same maps */
+	uint64_t files_rejected;    /* a path in a process's root was not the mapped regular file */
+	uint64_t deleted_skipped;   /* "(deleted)" mappings left unopened (map_files unreadable) */
 };
 
 struct proc_cache *proc_cache__new(const struct proc_cache_config *cfg);
@@ -61,6 +62,8 @@ struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid);
  * alive, re-reads the maps once (new dlopen'ed objects) subject to a rate limit.
  */
 const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *p, uint64_t addr);
+/* Same, from the maps read so far only (never re-reads): for guesses such as stack words. */
+const struct proc_map *proc_cache__find_map_cached(struct proc *p, uint64_t addr);
 
 /*
  * Returns the ELF file behind a map (opened lazily through /proc/PID/map_files, else

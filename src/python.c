@@ -418,6 +418,8 @@ int python__frames(struct python *py, struct proc *p, const struct mlprof_py_fra
 		} else {
 			f->function = "[python: code object unreadable]";
 			py->stats.frames_failed++;
+			if ((unsigned int)cf.fail < PYCODE_FAIL__COUNT)
+				py->stats.frames_failed_by[cf.fail]++;
 		}
 	}
 	k = python_stack__merge(native, n, py->pyf, py->act_end, (int)np,

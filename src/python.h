@@ -37,8 +37,9 @@ struct python_stats {
 	uint64_t samples;		  /* samples that carried Python frames */
 	uint64_t frames;		  /* Python frames named */
 	uint64_t frames_failed;		  /* Python frames whose code object was unreadable */
-	uint64_t merged_exact;		  /* samples whose activations matched the eval frames */
-	uint64_t merged_mismatch;	  /* ... that did not (frames appended or evals kept) */
+	uint64_t frames_failed_by[PYCODE_FAIL__COUNT]; /* ... by why (enum pycode_fail) */
+	uint64_t merged_exact;	  /* samples whose activations matched the eval frames */
+	uint64_t merged_mismatch; /* ... that did not (frames appended or evals kept) */
 	struct pycode_stats code;
 };
 

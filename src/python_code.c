@@ -28,7 +28,8 @@ struct pc_entry {
 	pid_t pid;
 	uint64_t gen, code;
 	uint32_t validator;
-	int fail; /* 0, or a -errno the lookup keeps returning */
+	int fail;	 /* 0, or a -errno the lookup keeps returning */
+	int fail_reason; /* enum pycode_fail, with fail */
 	char *name, *file;
 	int first_line;
 	int minor;
@@ -140,6 +141,13 @@ void pycode_cache__stats(const struct pycode_cache *pc, struct pycode_stats *out
 {
 	*out = pc->stats;
 }
+
+/* See python_code.h. */
+const char *const pycode_fail_names[PYCODE_FAIL__COUNT] = {
+	[PYCODE_FAIL_READ] = "unreadable_memory", [PYCODE_FAIL_TYPE] = "unreadable_not_code",
+	[PYCODE_FAIL_STALE] = "unreadable_stale", [PYCODE_FAIL_STRING] = "unreadable_string",
+	[PYCODE_FAIL_NOMEM] = "unreadable_nomem",
+};
 
 struct mem_ctx {
 	pid_t pid;
@@ -265,15 +273,18 @@ static int entry_fill(struct pycode_cache *pc, struct pc_entry *e, const struct 
 	pc->stats.reads++;
 	if (mem_read(&m, e->code, co, l->co_read)) {
 		pc->stats.failed[PYCODE_FAIL_READ]++;
+		e->fail_reason = PYCODE_FAIL_READ;
 		return -EFAULT;
 	}
 	if (code_type && load_u64(co, l->ob_type) != code_type) {
 		pc->stats.failed[PYCODE_FAIL_TYPE]++;
+		e->fail_reason = PYCODE_FAIL_TYPE;
 		return -EINVAL;
 	}
 	memcpy(words, co + l->bpf.co_val, l->bpf.co_val_words * 8u);
 	if (mlprof_py_validator(words, l->bpf.co_val_words) != e->validator) {
 		pc->stats.failed[PYCODE_FAIL_STALE]++;
+		e->fail_reason = PYCODE_FAIL_STALE;
 		return -ESTALE;
 	}
 	memcpy(&first, co + l->co_firstlineno, sizeof(first));
@@ -281,6 +292,7 @@ static int entry_fill(struct pycode_cache *pc, struct pc_entry *e, const struct 
 	    pycode__decode_str(l, load_u64(co, l->co_filename), mem_read, &m, file, sizeof(file)) <
 		    0) {
 		pc->stats.failed[PYCODE_FAIL_STRING]++;
+		e->fail_reason = PYCODE_FAIL_STRING;
 		return -EINVAL;
 	}
 	e->name = strdup(name);
@@ -355,8 +367,10 @@ int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t gen,
 		lru__unlink(&pc->lru, &e->lru);
 	} else {
 		e = calloc(1, sizeof(*e));
-		if (!e)
+		if (!e) {
+			out->fail = PYCODE_FAIL_NOMEM;
 			return -ENOMEM;
+		}
 		e->pid = pid;
 		e->gen = gen;
 		e->code = code;
@@ -383,8 +397,10 @@ int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t gen,
 	e->stamp = pc->serial;
 	lru__push_head(&pc->lru, &e->lru);
 	evict(pc);
-	if (e->fail)
+	if (e->fail) {
+		out->fail = e->fail == -ENOMEM ? PYCODE_FAIL_NOMEM : e->fail_reason;
 		return e->fail;
+	}
 	out->name = e->name;
 	out->file = e->file;
 	out->first_line = e->first_line;

@@ -17,8 +17,12 @@ enum pycode_fail {
 	PYCODE_FAIL_TYPE,     /* the address no longer holds a code object */
 	PYCODE_FAIL_STALE,    /* a different code object now lives at that address */
 	PYCODE_FAIL_STRING,   /* name or file name not a readable str */
+	PYCODE_FAIL_NOMEM,    /* out of memory */
 	PYCODE_FAIL__COUNT,
 };
+
+/* Metric label values by enum pycode_fail ("unreadable_stale", ...). */
+extern const char *const pycode_fail_names[PYCODE_FAIL__COUNT];
 
 struct pycode_stats {
 	uint64_t entries, bytes, evictions, reads, hits;
@@ -31,6 +35,7 @@ struct pycode_frame {
 	const char *file; /* co_filename, UTF-8 */
 	int first_line;	  /* co_firstlineno */
 	int line;	  /* line of the instruction, first_line when unknown */
+	int fail;	  /* enum pycode_fail, when the lookup failed */
 };
 
 /* Creates a cache holding at most max_bytes of decoded code objects. NULL with errno. */

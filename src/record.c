@@ -28,6 +28,8 @@
 
 #define MAX_OUTPUTS 8
 #define MAX_PIDS    256
+/* How long the end of a recording waits for symbol indexes still being built. */
+#define RECORD_DRAIN_MS 10000
 
 struct record_output {
 	const char *path;
@@ -862,9 +864,14 @@ int record__main(int argc, char **argv)
 		ret = exec_err == ENOENT ? 127 : 126;
 		goto cleanup;
 	}
+	/* samples waiting for a symbol index still being built: named once it is ready */
+	if (!err)
+		err = pipeline__drain(pl, RECORD_DRAIN_MS);
 	/* the GPU memory profile's in-use view: what is still allocated at the end */
-	if (st.prof[MLPROF_SK_CUDA_ALLOC] || st.prof[MLPROF_SK_MEMORY])
+	if (st.prof[MLPROF_SK_CUDA_ALLOC] || st.prof[MLPROF_SK_MEMORY]) {
 		pipeline__snapshot(pl, 0);
+		pipeline__drain(pl, RECORD_DRAIN_MS); /* (its samples may wait for an index) */
+	}
 	for (int k = 0; k < MLPROF_SK__COUNT; k++)
 		if (st.prof[k])
 			profile__set_duration(st.prof[k], (int64_t)(now_ns(CLOCK_MONOTONIC) - t0));

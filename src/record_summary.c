@@ -210,12 +210,24 @@ static void print_python_health(const struct pipeline_stats *ps)
 			(unsigned long long)py->procs_unsupported);
 	walked = b[MLPROF_STAT_PY_SAMPLES] + b[MLPROF_STAT_PY_NO_TSTATE] +
 		 b[MLPROF_STAT_PY_NO_FRAME] + b[MLPROF_STAT_PY_TID_MISMATCH];
-	fprintf(stderr, "; %llu samples with Python frames", (unsigned long long)py->samples);
+	fprintf(stderr, "; %llu of %llu CPU samples with Python frames",
+		(unsigned long long)ps->py_cpu_samples, (unsigned long long)ps->cpu_samples);
 	if (walked)
-		fprintf(stderr, " (%.1f%% of their samples)",
+		fprintf(stderr, " (walks of all kinds: %.1f%% found frames)",
 			100.0 * (double)b[MLPROF_STAT_PY_SAMPLES] / (double)walked);
 	fprintf(stderr, ", %llu frames named, %llu unreadable", (unsigned long long)py->frames,
 		(unsigned long long)py->frames_failed);
+	if (py->frames_failed)
+		fprintf(stderr,
+			" (%llu code objects freed or replaced before they were read, %llu in "
+			"unreadable memory, %llu not code objects, %llu with unreadable names, "
+			"%llu "
+			"out of memory)",
+			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_STALE],
+			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_READ],
+			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_TYPE],
+			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_STRING],
+			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_NOMEM]);
 	if (b[MLPROF_STAT_PY_NO_TSTATE] || b[MLPROF_STAT_PY_NO_FRAME] ||
 	    b[MLPROF_STAT_PY_READ_ERR] || b[MLPROF_STAT_PY_TRUNCATED] ||
 	    b[MLPROF_STAT_PY_TID_MISMATCH])
@@ -230,19 +242,40 @@ static void print_python_health(const struct pipeline_stats *ps)
 	fputc('\n', stderr);
 }
 
+/* Symbol indexes: how many were built and whether any sample waited for one. */
+static void print_symbols(const struct pipeline_stats *ps)
+{
+	const struct symcache_stats *s = &ps->sym;
+
+	fprintf(stderr,
+		"mlprof: symbols: %llu indexes built (%llu rebuilt after eviction), %llu KiB "
+		"held; %llu samples waited for an index (%llu emitted with raw addresses)\n",
+		(unsigned long long)s->builds, (unsigned long long)s->rebuilds,
+		(unsigned long long)(s->bytes >> 10), (unsigned long long)ps->symwait_parked,
+		(unsigned long long)ps->symwait_forced);
+	if (s->builds)
+		pr_info("symbol indexing: %.1f ms of CPU in all; the largest index (%llu symbols) "
+			"took at most %.1f ms; %llu names demangled (%llu KiB, %llu evicted)",
+			(double)s->build_cpu_ns / 1e6, (unsigned long long)s->build_max_syms,
+			(double)s->build_max_cpu_ns / 1e6, (unsigned long long)s->demangled,
+			(unsigned long long)(s->demangle_bytes >> 10),
+			(unsigned long long)s->demangle_evictions);
+}
+
 /* Frames of code without unwind info (Go, no CFI) walked by frame pointer, where there were. */
 static void print_fp_fallback(const struct pipeline_stats *ps)
 {
 	const struct unwind_stats *u = &ps->unwind;
 
-	if (!u->fp_frames && !u->fp_failed[UNWIND_FP_FAIL_BAD_POINTER] &&
+	if (!u->fp_frames && !u->scan_frames && !u->fp_failed[UNWIND_FP_FAIL_BAD_POINTER] &&
 	    !u->fp_failed[UNWIND_FP_FAIL_OUTSIDE_STACK])
 		return;
 	fprintf(stderr,
 		"mlprof: code without unwind info: %llu frames recovered by frame pointer (%llu "
-		"placed by Go stack deltas); chains stopped at %llu bad frame pointers, %llu "
-		"beyond the stack copy\n",
+		"placed by Go stack deltas), %llu by a return address found on the stack; chains "
+		"stopped at %llu bad frame pointers, %llu beyond the stack copy\n",
 		(unsigned long long)u->fp_frames, (unsigned long long)u->fp_go_frames,
+		(unsigned long long)u->scan_frames,
 		(unsigned long long)u->fp_failed[UNWIND_FP_FAIL_BAD_POINTER],
 		(unsigned long long)u->fp_failed[UNWIND_FP_FAIL_OUTSIDE_STACK]);
 }
@@ -271,10 +304,12 @@ void record_summary__print(const struct record_summary *rs)
 	if (ps.samples)
 		fprintf(stderr, ", %.1f%% user stacks complete",
 			100.0 * (double)complete / (double)(ps.samples ? ps.samples : 1));
+	/* the consumer's CPU and the symbol index builder's, over every sample delivered */
 	if (ps.samples)
 		fprintf(stderr, ", %.1f us CPU/sample",
-			(double)ps.cpu_ns / 1000.0 / (double)ps.samples);
+			(double)(ps.cpu_ns + ps.sym.build_cpu_ns) / 1000.0 / (double)ps.samples);
 	fputc('\n', stderr);
+	print_symbols(&ps);
 	/*
 	 * A copy cut at --stack-size only costs frames when the unwinder needed the bytes
 	 * beyond it: say how many chains lost their outer frames, and what to do about it.

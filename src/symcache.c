@@ -1,100 +1,106 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Function symbol tables per ELF object (symtab/dynsym/MiniDebugInfo/debug files), LRU cache. */
+/* Symbol indexes per ELF file, shared by every process mapping it, built off the hot path. */
+#include "symcache.h"
+
 #include <errno.h>
 #include <linux/elf.h>
-#include <lzma.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "clock.h"
 #include "debuginfod.h"
 #include "dwarf_lines.h"
 #include "elf.h"
 #include "gopclntab.h"
 #include "hash.h"
 #include "lru.h"
-#include "symcache.h"
+#include "symindex.h"
 
 #define LOG_MODULE "symcache"
 #include "log.h"
 
-#ifndef STT_GNU_IFUNC
-#define STT_GNU_IFUNC 10
-#endif
-
-#define SC_BUCKETS	     1024 /* hash buckets for tables (chained) */
-#define SC_DEMANGLE_SLOTS    512  /* direct-mapped cache of demangled names */
-#define SC_DEMANGLE_MAX_LEN  4096 /* longer demangled names are cut (bounds the cache) */
+#define SC_BUCKETS	     1024 /* hash buckets for indexes (chained) */
 #define SC_DEFAULT_MAX_BYTES (256u << 20)
-#define SC_MINIDEBUG_MAX     (256u << 20) /* bound on decompressed .gnu_debugdata */
-#define SC_LZMA_MEMLIMIT     (128u << 20) /* decoder memory bound */
-#define SC_SIZE_BITS	     30
-#define SC_SIZE_MAX	     ((1u << SC_SIZE_BITS) - 1)
-#define SC_NAMES_MAX	     UINT32_MAX /* 32-bit arena offsets */
+#define SC_FRONT_SLOTS	     256  /* direct-mapped (elf_file -> index) front cache */
+#define SC_QUEUE_MAX	     64	  /* builds queued or in progress at most */
+#define SC_EVICTED_MEMORY    1024 /* keys of evicted indexes remembered (rebuilds) */
+#define SC_NAME_MAX	     8192 /* longer symbol names are cut */
+#define SC_DEMANGLE_MAX_LEN  4096 /* longer demangled names are cut */
+#define SC_DEMANGLE_BUCKETS  4096 /* demangled-name hash buckets (chained) */
 
-/* Where a symbol came from; index into src_names. Also the tie-break order for aliases. */
-enum sym_src { SRC_SYMTAB = 0, SRC_DEBUGINFO, SRC_MINIDEBUG, SRC_DYNSYM };
-static const char *const src_names[] = {"symtab", "debuginfo", "minidebuginfo", "dynsym"};
+enum symtab_state { ST_BUILDING = 0, ST_READY };
 
-/* One function symbol: 16 bytes. */
-struct sym {
-	uint64_t addr;
-	uint32_t name;	   /* offset in the table's arena */
-	uint32_t size_src; /* size (low 30 bits, already extended for size-0 symbols) | src << 30 */
-};
-
+/* One file's entry: its index once built. */
 struct symtab {
 	char *key;
 	uint64_t hash;
-	uint64_t gen;		   /* unique id: keys the demangle and line caches, never reused */
-	struct elf_file *dwarf_ef; /* the file with DWARF line tables (itself or its debug file;
-				    * a reference), or NULL */
-	bool dbg_wait;	  /* built while debuginfod fetches its debug file: rebuilt when it ends */
-	uint64_t dbg_gen; /* debuginfod__generation() when built */
-	/* Go binaries: names and lines from .gopclntab first, or NULL */
-	struct gopclntab *go;
-	struct sym *syms;
-	uint32_t nsyms;
-	char *names;
-	size_t bytes;
+	uint64_t gen; /* unique id: keys the demangle and line caches, never reused */
+	enum symtab_state state;
+	struct symindex *ix; /* NULL while building, or when the build ran out of memory */
+	size_t bytes;	     /* counted in stats.bytes once ready */
+	uint64_t cpu_ns;     /* the build's CPU time */
 	struct symtab *hnext;
-	struct lru_node lru;
+	struct lru_node lru; /* ready entries only */
+	/* build request, owned by the builder until the entry is done */
+	struct elf_file *req_ef;
+	char *req_root;
+	struct symtab *qnext;
 };
 
+/* A demangled name of symbol idx of index gen, on a hash chain and the LRU list. */
 struct demangled {
 	uint64_t gen;
 	uint32_t idx;
-	char *name;
+	size_t bytes;
+	struct demangled *hnext;
+	struct lru_node lru;
+	char name[];
 };
 
-/* Not thread-safe: one symbolizing thread owns a cache. */
+struct front_slot {
+	uint64_t serial; /* elf_file__serial of the file, 0: empty */
+	struct symtab *t;
+};
+
+/*
+ * One consumer thread looks up (not thread-safe for several); in background mode one
+ * builder thread builds, handing entries over under lock.
+ */
 struct symcache {
-	size_t max_bytes;
+	struct symindex_config icfg;
+	size_t max_bytes, demangle_max;
 	char *debug_dirs;
 	struct symtab *buckets[SC_BUCKETS];
-	struct lru_list lru; /* every table, most recently used at head */
+	struct lru_list lru; /* ready indexes, most recently used at head */
+	struct front_slot front[SC_FRONT_SLOTS];
 	struct symcache_stats stats;
 	uint64_t next_gen;
-	struct demangled dm[SC_DEMANGLE_SLOTS];
+	uint64_t evicted[SC_EVICTED_MEMORY]; /* key hashes of evicted indexes (ring) */
+	size_t nevicted;
+	struct demangled *dm[SC_DEMANGLE_BUCKETS];
+	struct lru_list dm_lru;
+	char name[SC_NAME_MAX];
 	struct dwarf_lines *lines; /* source lines, bounded on its own */
 	struct debuginfod *dbgd;   /* debug files by build id from servers; NULL when off */
+
+	/* background builds */
+	bool background, started;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake, done_cv;
+	struct symtab *q_head, *q_tail; /* requests, oldest first (lock) */
+	struct symtab *done;		/* built, waiting to be taken in (lock) */
+	unsigned inflight;		/* queued + building + done not taken in (lock) */
+	unsigned ndone;			/* entries on done (atomic reads) */
+	bool stop;			/* (lock; also the builder's cancel flag) */
+	uint64_t ready_gen;
 };
 
-/* Symbol while a table is being built; names point into the source ELF images. */
-struct build_sym {
-	uint64_t addr, size, sec_end;
-	const char *name;
-	uint8_t rank; /* 0 global, 1 weak, 2 local/other */
-	uint8_t src;
-};
-
-struct builder {
-	struct build_sym *v;
-	size_t n, cap;
-	struct elf_file *keep[4]; /* images whose strings the builder points into */
-	int nkeep;
-};
+static void *builder_main(void *arg);
 
 /* See symcache.h. */
 struct symcache *symcache__new(const struct symcache_config *cfg)
@@ -105,23 +111,47 @@ struct symcache *symcache__new(const struct symcache_config *cfg)
 	if (!sc)
 		return NULL;
 	sc->max_bytes = cfg && cfg->max_bytes ? cfg->max_bytes : SC_DEFAULT_MAX_BYTES;
+	sc->demangle_max =
+		cfg && cfg->demangle_bytes ? cfg->demangle_bytes : SYMCACHE_DEMANGLE_BYTES;
 	sc->debug_dirs = strdup(dirs);
 	if (!(cfg && cfg->no_source_lines)) {
 		struct dwarf_lines_config lc = {.max_dwarf_bytes = cfg ? cfg->max_dwarf_bytes : 0};
 
 		sc->lines = dwarf_lines__new(&lc);
 	}
-	if (!sc->debug_dirs || (!sc->lines && !(cfg && cfg->no_source_lines))) {
-		free(sc->debug_dirs);
-		dwarf_lines__free(sc->lines);
-		free(sc);
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!sc->debug_dirs || (!sc->lines && !(cfg && cfg->no_source_lines)))
+		goto fail;
 	sc->next_gen = 1;
 	/* from DEBUGINFOD_URLS; without it (or when it cannot start) symbols stay local */
 	sc->dbgd = debuginfod__from_env();
+	sc->icfg = (struct symindex_config){
+		.debug_dirs = sc->debug_dirs,
+		.dbgd = sc->dbgd,
+		.want_lines = sc->lines != NULL,
+		.cancel = &sc->stop,
+	};
+	pthread_mutex_init(&sc->lock, NULL);
+	pthread_cond_init(&sc->wake, NULL);
+	pthread_cond_init(&sc->done_cv, NULL);
+	sc->background = cfg && cfg->background;
+	if (sc->background) {
+		int err = pthread_create(&sc->thread, NULL, builder_main, sc);
+
+		if (err) {
+			pr_warn("cannot start the symbol index builder: %s; building inline",
+				strerror(err));
+			sc->background = false;
+		} else {
+			sc->started = true;
+		}
+	}
 	return sc;
+fail:
+	free(sc->debug_dirs);
+	dwarf_lines__free(sc->lines);
+	free(sc);
+	errno = ENOMEM;
+	return NULL;
 }
 
 static void symtab_free(struct symtab *t)
@@ -129,26 +159,46 @@ static void symtab_free(struct symtab *t)
 	if (!t)
 		return;
 	free(t->key);
-	gopclntab__free(t->go);
-	elf_file__put(t->dwarf_ef);
-	free(t->syms);
-	free(t->names);
+	symindex__free(t->ix);
+	elf_file__put(t->req_ef);
+	free(t->req_root);
 	free(t);
+}
+
+static void free_chain(struct symtab *t, bool by_qnext)
+{
+	while (t) {
+		struct symtab *next = by_qnext ? t->qnext : t->hnext;
+
+		symtab_free(t);
+		t = next;
+	}
 }
 
 /* See symcache.h. */
 void symcache__free(struct symcache *sc)
 {
-	struct symtab *t, *next;
+	struct demangled *d, *dnext;
 
 	if (!sc)
 		return;
-	for (t = lru_entry(sc->lru.head, struct symtab, lru); t; t = next) {
-		next = lru_entry(t->lru.next, struct symtab, lru);
-		symtab_free(t);
+	if (sc->started) {
+		pthread_mutex_lock(&sc->lock);
+		__atomic_store_n(&sc->stop, true, __ATOMIC_RELAXED); /* also cancels a build */
+		pthread_cond_signal(&sc->wake);
+		pthread_mutex_unlock(&sc->lock);
+		pthread_join(sc->thread, NULL);
 	}
-	for (int i = 0; i < SC_DEMANGLE_SLOTS; i++)
-		free(sc->dm[i].name);
+	/* queued and done entries are on the hash chains too: free them there only */
+	for (int i = 0; i < SC_BUCKETS; i++)
+		free_chain(sc->buckets[i], false);
+	for (d = lru_entry(sc->dm_lru.head, struct demangled, lru); d; d = dnext) {
+		dnext = lru_entry(d->lru.next, struct demangled, lru);
+		free(d);
+	}
+	pthread_mutex_destroy(&sc->lock);
+	pthread_cond_destroy(&sc->wake);
+	pthread_cond_destroy(&sc->done_cv);
 	dwarf_lines__free(sc->lines);
 	debuginfod__free(sc->dbgd);
 	free(sc->debug_dirs);
@@ -161,6 +211,9 @@ void symcache__stats(const struct symcache *sc, struct symcache_stats *out)
 	struct dwarf_lines_stats ls;
 
 	*out = sc->stats;
+	pthread_mutex_lock((pthread_mutex_t *)&sc->lock);
+	out->building = sc->inflight;
+	pthread_mutex_unlock((pthread_mutex_t *)&sc->lock);
 	if (!sc->lines)
 		return;
 	dwarf_lines__stats(sc->lines, &ls);
@@ -170,7 +223,12 @@ void symcache__stats(const struct symcache *sc, struct symcache_stats *out)
 	out->line_evictions = ls.evictions;
 }
 
-static void table_remove(struct symcache *sc, struct symtab *t)
+static void front_clear(struct symcache *sc)
+{
+	memset(sc->front, 0, sizeof(sc->front));
+}
+
+static void hash_unlink(struct symcache *sc, struct symtab *t)
 {
 	struct symtab **pp = &sc->buckets[t->hash % SC_BUCKETS];
 
@@ -178,7 +236,14 @@ static void table_remove(struct symcache *sc, struct symtab *t)
 		pp = &(*pp)->hnext;
 	if (*pp)
 		*pp = t->hnext;
+}
+
+/* Removes a ready entry (evicted, or to be rebuilt). */
+static void table_remove(struct symcache *sc, struct symtab *t)
+{
+	hash_unlink(sc, t);
 	lru__unlink(&sc->lru, &t->lru);
+	front_clear(sc);
 	sc->stats.tables--;
 	sc->stats.bytes -= t->bytes;
 	if (sc->lines)
@@ -186,38 +251,182 @@ static void table_remove(struct symcache *sc, struct symtab *t)
 	symtab_free(t);
 }
 
-/* Evicts least recently used tables until under the bound, never keep itself. */
+static bool was_evicted(const struct symcache *sc, uint64_t hash)
+{
+	size_t n = sc->nevicted < SC_EVICTED_MEMORY ? sc->nevicted : SC_EVICTED_MEMORY;
+
+	for (size_t i = 0; i < n; i++)
+		if (sc->evicted[i] == hash)
+			return true;
+	return false;
+}
+
+/* Evicts least recently used indexes until under the bound, never keep itself. */
 static void evict(struct symcache *sc, const struct symtab *keep)
 {
 	while (sc->stats.bytes > sc->max_bytes && sc->lru.tail && sc->lru.tail != &keep->lru) {
+		struct symtab *t = lru_entry(sc->lru.tail, struct symtab, lru);
+
 		sc->stats.evictions++;
-		table_remove(sc, lru_entry(sc->lru.tail, struct symtab, lru));
+		sc->evicted[sc->nevicted++ % SC_EVICTED_MEMORY] = t->hash;
+		table_remove(sc, t);
 	}
+}
+
+/* Builds t's index from its request (any thread). */
+static void build_entry(struct symcache *sc, struct symtab *t)
+{
+	uint64_t t0 = clock__ns(CLOCK_THREAD_CPUTIME_ID);
+
+	t->ix = symindex__build(&sc->icfg, t->req_ef, t->req_root);
+	if (!t->ix && errno != ECANCELED)
+		pr_warn("cannot index %s: %s", elf_file__path(t->req_ef), strerror(errno));
+	t->cpu_ns = clock__ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+	if (t->ix)
+		pr_debug("indexed %s: %u symbols in %.1f ms of CPU", elf_file__path(t->req_ef),
+			 symindex__count(t->ix), (double)t->cpu_ns / 1e6);
+	elf_file__put(t->req_ef);
+	t->req_ef = NULL;
+	free(t->req_root);
+	t->req_root = NULL;
+}
+
+/* Makes a built entry ready for lookups (consumer thread). False: it was dropped. */
+static bool install(struct symcache *sc, struct symtab *t)
+{
+	sc->stats.build_cpu_ns += t->cpu_ns;
+	if (t->cpu_ns > sc->stats.build_max_cpu_ns)
+		sc->stats.build_max_cpu_ns = t->cpu_ns;
+	if (!t->ix) {
+		/* out of memory (or shut down): nothing kept, a later lookup tries again */
+		hash_unlink(sc, t);
+		front_clear(sc);
+		symtab_free(t);
+		return false;
+	}
+	if (symindex__count(t->ix) > sc->stats.build_max_syms)
+		sc->stats.build_max_syms = symindex__count(t->ix);
+	t->state = ST_READY;
+	t->bytes = sizeof(*t) + strlen(t->key) + 1 + symindex__bytes(t->ix);
+	lru__push_head(&sc->lru, &t->lru);
+	sc->stats.tables++;
+	sc->stats.bytes += t->bytes;
+	evict(sc, t);
+	return true;
+}
+
+static void *builder_main(void *arg)
+{
+	struct symcache *sc = arg;
+
+	pthread_mutex_lock(&sc->lock);
+	for (;;) {
+		struct symtab *t;
+
+		while (!sc->stop && !sc->q_head)
+			pthread_cond_wait(&sc->wake, &sc->lock);
+		if (sc->stop)
+			break;
+		t = sc->q_head;
+		sc->q_head = t->qnext;
+		if (!sc->q_head)
+			sc->q_tail = NULL;
+		pthread_mutex_unlock(&sc->lock);
+		build_entry(sc, t);
+		pthread_mutex_lock(&sc->lock);
+		t->qnext = sc->done;
+		sc->done = t;
+		__atomic_add_fetch(&sc->ndone, 1, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&sc->done_cv);
+	}
+	pthread_mutex_unlock(&sc->lock);
+	return NULL;
+}
+
+/* Takes in what the builder finished (consumer thread). */
+static void collect(struct symcache *sc)
+{
+	struct symtab *t, *next, *rev = NULL;
+
+	if (!__atomic_load_n(&sc->ndone, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&sc->lock);
+	t = sc->done;
+	sc->done = NULL;
+	sc->inflight -= sc->ndone;
+	__atomic_store_n(&sc->ndone, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&sc->lock);
+	for (; t; t = next) { /* oldest first */
+		next = t->qnext;
+		t->qnext = rev;
+		rev = t;
+	}
+	for (t = rev; t; t = next) {
+		next = t->qnext;
+		t->qnext = NULL;
+		if (install(sc, t))
+			sc->ready_gen++;
+	}
+}
+
+/* See symcache.h. */
+uint64_t symcache__ready_gen(struct symcache *sc)
+{
+	collect(sc);
+	return sc->ready_gen;
+}
+
+/* See symcache.h. */
+unsigned symcache__wait(struct symcache *sc, int timeout_ms)
+{
+	uint64_t deadline =
+		clock__mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+	unsigned left;
+
+	if (!sc->started)
+		return 0;
+	pthread_mutex_lock(&sc->lock);
+	while (sc->inflight > sc->ndone) {
+		uint64_t now = clock__mono_ns();
+		struct timespec ts;
+
+		if (now >= deadline)
+			break;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)((deadline - now) / 1000000000ull);
+		ts.tv_nsec += (long)((deadline - now) % 1000000000ull);
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&sc->done_cv, &sc->lock, &ts);
+	}
+	pthread_mutex_unlock(&sc->lock);
+	collect(sc);
+	pthread_mutex_lock(&sc->lock);
+	left = sc->inflight;
+	pthread_mutex_unlock(&sc->lock);
+	return left;
 }
 
 /*
  * Cache key: the build id, or (without one) path, size and a hash of the ELF and section
- * headers, so that a rebuilt file at the same path gets a new table; then "@" and the
+ * headers, so that a rebuilt file at the same path gets a new index; then "@" and the
  * file's identity (device, inode, size, ctime; a unique id for in-memory images), so that
- * a file claiming another's build id (a container's, a user's) builds its own table and
- * never renames the frames of the file it imitates. Writes the key into buf when it fits,
- * else returns a malloc'd copy in *heap; NULL on ENOMEM.
+ * a file claiming another's build id (a container's, a user's) builds its own index and
+ * never renames the frames of the file it imitates. Returns a malloc'd key, NULL on ENOMEM.
  */
-static const char *make_key(const struct elf_file *ef, char *buf, size_t bufsz, char **heap)
+static char *make_key(const struct elf_file *ef)
 {
 	const char *bid = elf_file__build_id(ef);
 	const uint8_t *data;
-	char id[96];
+	char id[96], *key;
 	size_t len;
 	uint64_t h;
-	int n;
 
-	*heap = NULL;
 	elf_file__identity_key(ef, id, sizeof(id));
-	if (bid) {
-		n = snprintf(buf, bufsz, "%s@%s", bid, id);
-		return n >= 0 && (size_t)n < bufsz ? buf : NULL;
-	}
+	if (bid)
+		return asprintf(&key, "%s@%s", bid, id) < 0 ? NULL : key;
 	data = elf_file__data(ef, &len);
 	h = hash__fnv1a(data, len < 64 ? len : 64, HASH_FNV1A_INIT);
 	if (len >= 64) {
@@ -229,470 +438,164 @@ static const char *make_key(const struct elf_file *ef, char *buf, size_t bufsz, 
 		if (eh.e_shoff <= len && sz <= len - eh.e_shoff && sz <= (64u << 10))
 			h = hash__fnv1a(data + eh.e_shoff, sz, h);
 	}
-	n = snprintf(buf, bufsz, "path:%s:%zu:%016llx@%s", elf_file__path(ef), len,
-		     (unsigned long long)h, id);
-	if (n >= 0 && (size_t)n < bufsz)
-		return buf;
-	if (asprintf(heap, "path:%s:%zu:%016llx@%s", elf_file__path(ef), len, (unsigned long long)h,
-		     id) < 0) {
-		*heap = NULL;
+	if (asprintf(&key, "path:%s:%zu:%016llx@%s", elf_file__path(ef), len, (unsigned long long)h,
+		     id) < 0)
 		return NULL;
-	}
-	return *heap;
-}
-
-static int builder_add(struct builder *b, const struct build_sym *s)
-{
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 1024;
-		struct build_sym *v = realloc(b->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		b->v = v;
-		b->cap = cap;
-	}
-	b->v[b->n++] = *s;
-	return 0;
-}
-
-/* Adds the function symbols of one SHT_SYMTAB/SHT_DYNSYM section; corrupt entries skipped. */
-static int add_symbols(struct builder *b, const struct elf_file *ef, const char *secname,
-		       enum sym_src src)
-{
-	struct elf_section sec, str;
-	uint64_t count;
-
-	if (elf_file__section(ef, secname, &sec) || !sec.data)
-		return 0;
-	if ((sec.type != SHT_SYMTAB && sec.type != SHT_DYNSYM) || sec.entsize < sizeof(Elf64_Sym))
-		return 0;
-	if (elf_file__section_by_index(ef, sec.link, &str) || !str.data || str.type != SHT_STRTAB ||
-	    str.size == 0)
-		return 0;
-	count = sec.size / sec.entsize;
-	for (uint64_t i = 1; i < count; i++) {
-		struct elf_section owner;
-		struct build_sym bs = {0};
-		Elf64_Sym sym;
-		unsigned type, bind;
-		int err;
-
-		memcpy(&sym, sec.data + i * sec.entsize, sizeof(sym));
-		type = ELF64_ST_TYPE(sym.st_info);
-		bind = ELF64_ST_BIND(sym.st_info);
-		if (type != STT_FUNC && type != STT_GNU_IFUNC)
-			continue;
-		if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE || !sym.st_value)
-			continue;
-		if (sym.st_name == 0 || sym.st_name >= str.size ||
-		    !memchr(str.data + sym.st_name, '\0', str.size - sym.st_name))
-			continue;
-		bs.addr = sym.st_value;
-		bs.size = sym.st_size;
-		bs.sec_end = UINT64_MAX;
-		if (!elf_file__section_by_index(ef, sym.st_shndx, &owner) &&
-		    sym.st_value >= owner.addr && sym.st_value - owner.addr < owner.size)
-			bs.sec_end = owner.addr + owner.size;
-		bs.name = (const char *)str.data + sym.st_name;
-		bs.rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
-		bs.src = src;
-		err = builder_add(b, &bs);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/* Internal glibc aliases (__GI_*, leading underscores) rank after their public names. */
-static int alias_penalty(const char *name)
-{
-	int p = 0;
-
-	if (strncmp(name, "__GI_", 5) == 0)
-		p += 100;
-	while (*name == '_') {
-		p++;
-		name++;
-	}
-	return p;
-}
-
-static int build_sym_cmp(const void *a, const void *b)
-{
-	const struct build_sym *x = a, *y = b;
-
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank - y->rank;
-	if (x->src != y->src)
-		return x->src - y->src;
-	/* among aliases prefer the public spelling: "clone3" over "__clone3" over "__GI___clone3"
-	 */
-	int ux = alias_penalty(x->name), uy = alias_penalty(y->name);
-	if (ux != uy)
-		return ux - uy;
-	/* deterministic among equals */
-	return strcmp(x->name, y->name);
-}
-
-/* Decompresses .gnu_debugdata (xz) into an in-memory ELF; NULL when absent or bad. */
-static struct elf_file *open_minidebuginfo(const struct elf_file *ef)
-{
-	lzma_stream strm = LZMA_STREAM_INIT;
-	struct elf_file *mini = NULL;
-	struct elf_section sec;
-	uint8_t *out = NULL;
-	size_t cap = 0;
-	lzma_ret ret;
-
-	if (elf_file__section(ef, ".gnu_debugdata", &sec) || !sec.data || !sec.size)
-		return NULL;
-	if (lzma_stream_decoder(&strm, SC_LZMA_MEMLIMIT, 0) != LZMA_OK)
-		return NULL;
-	strm.next_in = sec.data;
-	strm.avail_in = sec.size;
-	do {
-		if (strm.avail_out == 0) {
-			size_t ncap = cap ? cap * 2 : sec.size * 4 + 4096;
-			uint8_t *p;
-
-			if (ncap > SC_MINIDEBUG_MAX)
-				ncap = SC_MINIDEBUG_MAX;
-			if (ncap <= cap) {
-				pr_warn("%s: .gnu_debugdata larger than %u bytes",
-					elf_file__path(ef), SC_MINIDEBUG_MAX);
-				goto cleanup;
-			}
-			p = realloc(out, ncap);
-			if (!p)
-				goto cleanup;
-			out = p;
-			strm.next_out = out + cap;
-			strm.avail_out = ncap - cap;
-			cap = ncap;
-		}
-		ret = lzma_code(&strm, LZMA_FINISH);
-	} while (ret == LZMA_OK);
-	if (ret != LZMA_STREAM_END) {
-		pr_debug("%s: cannot decompress .gnu_debugdata (lzma error %d)", elf_file__path(ef),
-			 (int)ret);
-		goto cleanup;
-	}
-	mini = elf_file__open_mem(out, strm.total_out, ".gnu_debugdata");
-cleanup:
-	lzma_end(&strm);
-	free(out);
-	return mini;
-}
-
-/* Opens path and checks that it is the debug file wanted (build id or debuglink CRC). */
-static struct elf_file *try_debug_file(const char *path, const char *bid, const uint32_t *crc)
-{
-	struct elf_file *dbg = elf_file__open(path);
-	const char *dbid;
-
-	if (!dbg)
-		return NULL;
-	dbid = elf_file__build_id(dbg);
-	if (bid && (!dbid || strcmp(dbid, bid) != 0))
-		goto reject;
-	if (crc && elf_file__crc32(dbg) != *crc)
-		goto reject;
-	pr_debug("using debug file %s", path);
-	return dbg;
-reject:
-	pr_debug("%s: debug file does not match", path);
-	elf_file__put(dbg);
-	return NULL;
+	return key;
 }
 
 /*
- * Finds a separate debug file by build id, then by debuglink. NULL when none.
- * Debug files come only from trusted places: the configured debug directories on the
- * host, and the object's own directory (and its .debug/) when the caller opened the object
- * by a host path. Nothing is taken from inside another process's root (root, "/proc/...")
- * nor next to an object opened through /proc: those directories belong to that process's
- * tenant, and its debug file would name frames of every process mapping the same file.
+ * Starts the index of ef: built now (inline mode) or queued for the builder. Returns the
+ * entry, or NULL with errno ENOMEM / EBUSY (queue full).
  */
-static struct elf_file *find_debug_file(const struct symcache *sc, const struct elf_file *ef,
-					const char *root)
+static struct symtab *request(struct symcache *sc, struct elf_file *ef, const char *root, char *key,
+			      uint64_t hash)
 {
-	const char *bid = elf_file__build_id(ef);
-	const char *path = elf_file__path(ef);
-	const char *link, *slash, *dir_in_root = path;
-	bool via_proc = strncmp(path, "/proc/", 6) == 0;
-	struct elf_file *dbg = NULL;
-	char buf[4096];
-	uint32_t crc = 0;
-	size_t dirlen;
+	struct symtab *t;
 
-	/* build id: <debugdir>/.build-id/ab/cdef....debug */
-	for (const char *d = sc->debug_dirs; bid && strlen(bid) > 2 && *d && !dbg;) {
-		size_t n = strcspn(d, ":");
+	if (sc->background) {
+		unsigned inflight;
 
-		if (n && snprintf(buf, sizeof(buf), "%.*s/.build-id/%.2s/%s.debug", (int)n, d, bid,
-				  bid + 2) < (int)sizeof(buf))
-			dbg = try_debug_file(buf, bid, NULL);
-		d += n + (d[n] == ':');
-	}
-	if (dbg)
-		return dbg;
-
-	link = elf_file__debuglink(ef, &crc);
-	slash = strrchr(path, '/');
-	if (!link || !slash)
-		return NULL;
-	dirlen = slash - path; /* directory of the file as we can open it */
-	/* same dir, then <dir>/.debug/ (host paths only) */
-	if (!via_proc &&
-	    snprintf(buf, sizeof(buf), "%.*s/%s", (int)dirlen, path, link) < (int)sizeof(buf) &&
-	    strcmp(buf, path) != 0 && (dbg = try_debug_file(buf, NULL, &crc)))
-		return dbg;
-	if (!via_proc &&
-	    snprintf(buf, sizeof(buf), "%.*s/.debug/%s", (int)dirlen, path, link) <
-		    (int)sizeof(buf) &&
-	    (dbg = try_debug_file(buf, NULL, &crc)))
-		return dbg;
-	/* <debugdir><dir inside the root>/<name>, on the host */
-	if (root && *root && strncmp(path, root, strlen(root)) == 0)
-		dir_in_root = path + strlen(root);
-	dirlen = slash - dir_in_root;
-	for (const char *d = sc->debug_dirs; *d;) {
-		size_t n = strcspn(d, ":");
-
-		if (n &&
-		    snprintf(buf, sizeof(buf), "%.*s%.*s/%s", (int)n, d, (int)dirlen, dir_in_root,
-			     link) < (int)sizeof(buf) &&
-		    (dbg = try_debug_file(buf, NULL, &crc)))
-			return dbg;
-		d += n + (d[n] == ':');
-	}
-	return NULL;
-}
-
-/*
- * The debug file of a stripped ef from debuginfod, when it is in the local cache already.
- * Otherwise the fetch runs in the background and t is marked to be rebuilt when it ends.
- */
-static struct elf_file *fetched_debug_file(struct symcache *sc, const struct elf_file *ef,
-					   struct symtab *t)
-{
-	const char *bid = elf_file__build_id(ef);
-	struct elf_file *dbg;
-	char *path;
-	int err;
-
-	if (!bid)
-		return NULL;
-	t->dbg_gen = debuginfod__generation(sc->dbgd);
-	err = debuginfod__find(sc->dbgd, bid, &path);
-	if (err == -EAGAIN || err == -ENOBUFS)
-		t->dbg_wait = true;
-	if (err)
-		return NULL;
-	dbg = try_debug_file(path, bid, NULL);
-	free(path);
-	return dbg;
-}
-
-/* Whether ef has a DWARF line table (libdw reads it in dwarf_lines.c). */
-static bool has_lines(const struct elf_file *ef)
-{
-	struct elf_section sec;
-
-	return !elf_file__section(ef, ".debug_line", &sec) ||
-	       !elf_file__section(ef, ".zdebug_line", &sec);
-}
-
-static void builder_keep(struct builder *b, struct elf_file *ef)
-{
-	if (ef && b->nkeep < (int)(sizeof(b->keep) / sizeof(b->keep[0])))
-		b->keep[b->nkeep++] = ef;
-	else
-		elf_file__put(ef);
-}
-
-/*
- * Sorts, deduplicates aliases, extends size-0 symbols to the next symbol and copies the
- * surviving names into one arena. Fills t.
- */
-static int builder_finish(struct builder *b, struct symtab *t)
-{
-	size_t n = 0, names = 0;
-	char *arena;
-
-	if (b->n)
-		qsort(b->v, b->n, sizeof(*b->v), build_sym_cmp);
-	for (size_t i = 0; i < b->n; i++) {
-		if (n && b->v[n - 1].addr == b->v[i].addr) {
-			/* alias: the first (best ranked) name stays, the largest size wins */
-			if (b->v[i].size > b->v[n - 1].size)
-				b->v[n - 1].size = b->v[i].size;
-			continue;
+		pthread_mutex_lock(&sc->lock);
+		inflight = sc->inflight;
+		pthread_mutex_unlock(&sc->lock);
+		if (inflight >= SC_QUEUE_MAX) {
+			free(key);
+			sc->stats.queue_full++;
+			errno = EBUSY;
+			return NULL;
 		}
-		b->v[n++] = b->v[i];
 	}
-	for (size_t i = 0; i < n; i++) {
-		/* "memcpy@@GLIBC_2.14" -> "memcpy": symbol versions are not part of the name */
-		size_t len = strcspn(b->v[i].name, "@") + 1;
-
-		if (names + len > SC_NAMES_MAX) {
-			n = i; /* arena full: keep what fits */
-			break;
-		}
-		names += len;
-	}
-	t->syms = malloc((n ? n : 1) * sizeof(*t->syms));
-	arena = malloc(names ? names : 1);
-	if (!t->syms || !arena) {
-		free(arena);
-		return -ENOMEM;
-	}
-	names = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct build_sym *s = &b->v[i];
-		uint64_t size = s->size;
-		size_t len = strcspn(s->name, "@") + 1;
-
-		if (size == 0) {
-			uint64_t end = i + 1 < n ? b->v[i + 1].addr : s->addr + 1;
-
-			if (end > s->sec_end)
-				end = s->sec_end > s->addr ? s->sec_end : s->addr + 1;
-			size = end - s->addr;
-		}
-		if (size > SC_SIZE_MAX)
-			size = SC_SIZE_MAX;
-		memcpy(arena + names, s->name, len - 1);
-		arena[names + len - 1] = '\0';
-		t->syms[i] = (struct sym){
-			.addr = s->addr,
-			.name = (uint32_t)names,
-			.size_src = (uint32_t)size | (uint32_t)s->src << SC_SIZE_BITS,
-		};
-		names += len;
-	}
-	t->nsyms = n;
-	t->names = arena;
-	t->bytes = sizeof(*t) + n * sizeof(*t->syms) + names + strlen(t->key) + 1;
-	return 0;
-}
-
-/* Builds the function symbol table of ef from all sources. */
-static struct symtab *build_table(struct symcache *sc, struct elf_file *ef, const char *root,
-				  char *key, uint64_t hash)
-{
-	struct builder b = {0};
-	struct symtab *t = NULL;
-	struct elf_section sec;
-	bool have_symtab;
-	uint16_t type = elf_file__type(ef);
-	int err = 0;
-
 	t = calloc(1, sizeof(*t));
-	if (!t) {
-		err = -ENOMEM;
-		goto cleanup;
+	if (!t || (root && !(t->req_root = strdup(root)))) {
+		free(t);
+		free(key);
+		errno = ENOMEM;
+		return NULL;
 	}
 	t->key = key;
 	t->hash = hash;
 	t->gen = sc->next_gen++;
-	if (type != ET_EXEC && type != ET_DYN)
-		goto finish; /* relocatable objects have no final addresses: empty table */
-
-	/* Go: names and lines from .gopclntab (all that stripped Go binaries have) */
-	t->go = gopclntab__open(ef);
-
-	if (sc->lines && has_lines(ef))
-		t->dwarf_ef = elf_file__get(ef);
-	have_symtab = !elf_file__section(ef, ".symtab", &sec);
-	if (have_symtab) {
-		err = add_symbols(&b, ef, ".symtab", SRC_SYMTAB);
-		/* the file was cut short under its mapping: .symtab read as zeros */
-		if (!err && elf_file__truncated(ef)) {
-			pr_warn("%s was truncated while in use: naming from what is left",
-				elf_file__path(ef));
-			b.n = 0;
-			have_symtab = false;
-		}
+	t->state = ST_BUILDING;
+	t->req_ef = elf_file__get(ef);
+	t->hnext = sc->buckets[hash % SC_BUCKETS];
+	sc->buckets[hash % SC_BUCKETS] = t;
+	sc->stats.builds++;
+	if (was_evicted(sc, hash))
+		sc->stats.rebuilds++;
+	if (!sc->background) {
+		build_entry(sc, t);
+		return install(sc, t) ? t : (errno = ENOMEM, NULL);
 	}
-	if (!err && !have_symtab) {
-		struct elf_file *dbg, *mini;
-		size_t ndyn;
-
-		err = add_symbols(&b, ef, ".dynsym", SRC_DYNSYM);
-		if (err)
-			goto cleanup;
-		ndyn = b.n;
-
-		dbg = find_debug_file(sc, ef, root);
-		if (!dbg && sc->dbgd)
-			dbg = fetched_debug_file(sc, ef, t);
-		if (dbg) {
-			if (sc->lines && !t->dwarf_ef && has_lines(dbg))
-				t->dwarf_ef = elf_file__get(dbg);
-			builder_keep(&b, dbg);
-			err = add_symbols(&b, dbg, ".symtab", SRC_DEBUGINFO);
-		}
-		/* MiniDebugInfo only when no debug file contributed functions */
-		if (!err && b.n == ndyn && (mini = open_minidebuginfo(ef))) {
-			builder_keep(&b, mini);
-			err = add_symbols(&b, mini, ".symtab", SRC_MINIDEBUG);
-		}
-	}
-	if (err)
-		goto cleanup;
-finish:
-	err = builder_finish(&b, t);
-cleanup:
-	for (int i = 0; i < b.nkeep; i++)
-		elf_file__put(b.keep[i]);
-	free(b.v);
-	if (err && err != -ENOMEM && t && !t->syms) {
-		/* Unreadable symbols (corrupt ELF, bad MiniDebugInfo): remember the failure as an
-		 * empty table so later frames of this object neither rebuild nor log again. */
-		pr_warn("cannot read symbols of %s: %s", elf_file__path(ef), strerror(-err));
-		t->nsyms = 0;
-		t->bytes = sizeof(*t) + strlen(t->key) + 1;
-		err = 0;
-	}
-	if (err) {
-		if (t)
-			symtab_free(t);
-		else
-			free(key);
-		errno = -err;
-		return NULL;
-	}
+	pthread_mutex_lock(&sc->lock);
+	if (sc->q_tail)
+		sc->q_tail->qnext = t;
+	else
+		sc->q_head = t;
+	sc->q_tail = t;
+	sc->inflight++;
+	pthread_cond_signal(&sc->wake);
+	pthread_mutex_unlock(&sc->lock);
 	return t;
 }
 
-/* Returns the (possibly cached) display name of symbol idx of t. */
-static const char *display_name(struct symcache *sc, const struct symtab *t, uint32_t idx)
+/* The entry for ef (ready, building, or just requested); NULL with errno. */
+static struct symtab *entry_for(struct symcache *sc, struct elf_file *ef, const char *root)
 {
-	const char *raw = t->names + t->syms[idx].name;
-	struct demangled *d;
+	uint64_t serial = elf_file__serial(ef);
+	struct front_slot *fs = &sc->front[(serial * 0x9e3779b97f4a7c15ull >> 56) % SC_FRONT_SLOTS];
+	struct symtab *t;
+	uint64_t hash, dgen;
+	char *key;
 
-	if (raw[0] != '_' || (raw[1] != 'Z' && raw[1] != 'R'))
-		return raw;
-	d = &sc->dm[(t->gen * 0x9e3779b97f4a7c15ull + idx) % SC_DEMANGLE_SLOTS];
-	if (d->name && d->gen == t->gen && d->idx == idx)
-		return d->name;
-	free(d->name);
-	d->name = demangle(raw);
-	if (d->name && strlen(d->name) > SC_DEMANGLE_MAX_LEN) {
-		char *shrunk;
-
-		memcpy(d->name + SC_DEMANGLE_MAX_LEN - 3, "...", 4);
-		shrunk = realloc(d->name, SC_DEMANGLE_MAX_LEN + 1);
-		if (shrunk)
-			d->name = shrunk;
+	if (fs->serial == serial && fs->t->state == ST_READY)
+		return fs->t;
+	key = make_key(ef);
+	if (!key) {
+		errno = ENOMEM;
+		return NULL;
 	}
-	d->gen = t->gen;
+	hash = hash__str(key);
+	for (t = sc->buckets[hash % SC_BUCKETS]; t; t = t->hnext)
+		if (t->hash == hash && strcmp(t->key, key) == 0)
+			break;
+	if (t && t->state == ST_READY && symindex__debug_pending(t->ix, &dgen) &&
+	    debuginfod__generation(sc->dbgd) != dgen) {
+		/* a debuginfod fetch ended since t was built: build it again with what came */
+		table_remove(sc, t);
+		t = NULL;
+	}
+	if (t) {
+		free(key);
+		if (t->state == ST_READY) {
+			fs->serial = serial;
+			fs->t = t;
+		}
+		return t;
+	}
+	return request(sc, ef, root, key, hash); /* takes key */
+}
+
+static struct demangled **dm_slot(struct symcache *sc, uint64_t gen, uint32_t idx)
+{
+	uint64_t h = (gen * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)idx * 0xff51afd7ed558ccdull);
+
+	return &sc->dm[(h >> 32) % SC_DEMANGLE_BUCKETS];
+}
+
+/* The demangled form of symbol idx of index gen (plain is its mangled name), kept. */
+static const char *demangled_name(struct symcache *sc, uint64_t gen, uint32_t idx,
+				  const char *plain)
+{
+	struct demangled **slot = dm_slot(sc, gen, idx), *d;
+	char *name;
+	size_t len;
+
+	for (d = *slot; d; d = d->hnext) {
+		if (d->gen == gen && d->idx == idx) {
+			lru__touch(&sc->dm_lru, &d->lru);
+			return d->name;
+		}
+	}
+	name = demangle(plain);
+	if (!name)
+		return plain;
+	sc->stats.demangled++;
+	len = strlen(name);
+	if (len > SC_DEMANGLE_MAX_LEN) {
+		memcpy(name + SC_DEMANGLE_MAX_LEN - 3, "...", 4);
+		len = SC_DEMANGLE_MAX_LEN;
+	}
+	d = malloc(sizeof(*d) + len + 1);
+	if (!d) {
+		/* not kept: shown from the scratch buffer this once */
+		snprintf(sc->name, sizeof(sc->name), "%s", name);
+		free(name);
+		return sc->name;
+	}
+	memcpy(d->name, name, len + 1);
+	free(name);
+	d->gen = gen;
 	d->idx = idx;
-	return d->name ? d->name : raw;
+	d->bytes = sizeof(*d) + len + 1;
+	d->hnext = *slot;
+	*slot = d;
+	lru__push_head(&sc->dm_lru, &d->lru);
+	sc->stats.demangle_bytes += d->bytes;
+	/* over the bound: the least recently shown go (never the one just made) */
+	while (sc->stats.demangle_bytes > sc->demangle_max && sc->dm_lru.tail != &d->lru) {
+		struct demangled *old = lru_entry(sc->dm_lru.tail, struct demangled, lru);
+		struct demangled **pp = dm_slot(sc, old->gen, old->idx);
+
+		while (*pp != old)
+			pp = &(*pp)->hnext;
+		*pp = old->hnext;
+		lru__unlink(&sc->dm_lru, &old->lru);
+		sc->stats.demangle_bytes -= old->bytes;
+		sc->stats.demangle_evictions++;
+		free(old);
+	}
+	return d->name;
 }
 
 /* Names a Go function (with its file and line) from the binary's .gopclntab. */
@@ -713,89 +616,60 @@ static int go_lookup(const struct gopclntab *go, uint64_t vaddr, struct sym_resu
 	return 0;
 }
 
-/* See symcache.h. stats.hits counts lookups whose table was already cached. */
+/* Source file and line of vaddr from the DWARF of t's lines file, when it has them. */
+static void add_line(struct symcache *sc, const struct symtab *t, uint64_t vaddr,
+		     struct sym_result *out)
+{
+	struct elf_file *lef = sc->lines ? symindex__lines_file(t->ix) : NULL;
+	struct elf_identity eid;
+	struct dl_file_id id;
+	struct src_line sl;
+
+	/* the path is reopened: only the file that was checked and mapped is read */
+	if (!lef || !elf_file__identity(lef, &eid))
+		return;
+	id = (struct dl_file_id){eid.dev, eid.ino, eid.size, eid.ctime_ns};
+	if (dwarf_lines__lookup(sc->lines, t->gen, elf_file__path(lef), &id, vaddr, &sl) == 0) {
+		out->file = sl.file;
+		out->line = sl.line;
+		out->start_line = sl.start_line;
+	}
+}
+
+/* See symcache.h. stats.hits counts lookups whose index was ready. */
 int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_prefix,
 		     uint64_t vaddr, struct sym_result *out)
 {
+	struct symindex_hit hit;
+	uint64_t builds = sc->stats.builds;
 	struct symtab *t;
-	const struct sym *s;
-	const char *key;
-	char keybuf[512], *heap;
-	uint64_t hash;
-	uint32_t lo, hi, size;
+	const char *plain;
 
 	sc->stats.lookups++;
-	key = make_key(ef, keybuf, sizeof(keybuf), &heap);
-	if (!key)
-		return -ENOMEM;
-	hash = hash__str(key);
-	for (t = sc->buckets[hash % SC_BUCKETS]; t; t = t->hnext)
-		if (t->hash == hash && strcmp(t->key, key) == 0)
-			break;
-	if (t && t->dbg_wait && debuginfod__generation(sc->dbgd) != t->dbg_gen) {
-		/* a debuginfod fetch ended since t was built: build it again with what came */
-		table_remove(sc, t);
-		t = NULL;
+	collect(sc);
+	t = entry_for(sc, ef, root_prefix);
+	if (!t)
+		return errno == EBUSY ? -EBUSY : -ENOMEM;
+	if (t->state != ST_READY) {
+		sc->stats.waits++;
+		return -EAGAIN;
 	}
-	if (t) {
-		free(heap);
-		sc->stats.hits++;
-		lru__touch(&sc->lru, &t->lru);
-	} else {
-		char *owned = heap ? heap : strdup(key);
+	if (sc->stats.builds == builds)
+		sc->stats.hits++; /* (not the lookup that built it inline) */
+	lru__touch(&sc->lru, &t->lru);
 
-		if (!owned)
-			return -ENOMEM;
-		t = build_table(sc, ef, root_prefix, owned, hash); /* takes owned */
-		if (!t)
-			return -errno; /* out of memory: nothing cached, a later lookup retries */
-		t->hnext = sc->buckets[hash % SC_BUCKETS];
-		sc->buckets[hash % SC_BUCKETS] = t;
-		lru__push_head(&sc->lru, &t->lru);
-		sc->stats.tables++;
-		sc->stats.bytes += t->bytes;
-		evict(sc, t);
-	}
-
-	if (t->go && go_lookup(t->go, vaddr, out) == 0)
+	if (symindex__go(t->ix) && go_lookup(symindex__go(t->ix), vaddr, out) == 0)
 		return 0;
-	if (!t->nsyms || vaddr < t->syms[0].addr)
+	if (symindex__find(t->ix, vaddr, &hit))
 		return -ENOENT;
-	/* last symbol with addr <= vaddr */
-	lo = 0;
-	hi = t->nsyms;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t->syms[mid].addr <= vaddr)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	s = &t->syms[lo];
-	size = s->size_src & SC_SIZE_MAX;
-	if (vaddr - s->addr >= size)
-		return -ENOENT;
-	out->name = display_name(sc, t, lo);
-	out->offset = vaddr - s->addr;
-	out->source = src_names[s->size_src >> SC_SIZE_BITS];
+	plain = symindex__plain_name(&hit, sc->name, sizeof(sc->name));
+	out->name = plain[0] == '_' && (plain[1] == 'Z' || plain[1] == 'R')
+			    ? demangled_name(sc, t->gen, hit.idx, plain)
+			    : plain;
+	out->offset = hit.offset;
+	out->source = hit.source;
 	out->file = NULL;
 	out->line = out->start_line = 0;
-	if (t->dwarf_ef) {
-		struct elf_identity eid;
-		struct dl_file_id id;
-		struct src_line sl;
-
-		/* the path is reopened: only the file that was checked and mapped is read */
-		if (!elf_file__identity(t->dwarf_ef, &eid))
-			return 0;
-		id = (struct dl_file_id){eid.dev, eid.ino, eid.size, eid.ctime_ns};
-		if (dwarf_lines__lookup(sc->lines, t->gen, elf_file__path(t->dwarf_ef), &id, vaddr,
-					&sl) == 0) {
-			out->file = sl.file;
-			out->line = sl.line;
-			out->start_line = sl.start_line;
-		}
-	}
+	add_line(sc, t, vaddr, out);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include "elf.h"
 #include "mlprof/sample.h"
 #include "proc.h"
+#include "unwind_cfi.h"
 #include "unwind_fp.h"
 #include "unwind_table.h"
 
@@ -34,6 +35,11 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
  */
 #define TABLE_HEADROOM 64
 #define OBJ_HEADROOM   32
+/*
+ * A frame with neither CFI nor frame pointer (hand-written assembly: MKL's kernels) has its
+ * return address searched for this far above its stack pointer.
+ */
+#define SCAN_MAX_BYTES 2048
 /* Reads this far above the stack copy are taken for stack reads (copy too short). */
 #define STACK_SLACK (8ull << 20)
 /*
@@ -50,6 +56,11 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 /* Offsets in an object's fake range of its translated .debug_frame index and image. */
 #define FAKE_DBG_TABLE (1ull << 34)
 #define FAKE_DBG_IMAGE (1ull << 35)
+/*
+ * Unwind rules kept by (table, pc), direct-mapped: a frame seen before is stepped without
+ * libunwind (whose register-state cache takes a lock and two sigprocmask calls a step).
+ */
+#define RULE_SLOTS 65536
 /* Bound on the translated .debug_frame images and indexes held by all tables together. */
 #define MAX_DEBUG_FRAME_TOTAL (256ull << 20)
 
@@ -71,8 +82,16 @@ struct uw_space {
 	uint64_t last_use;
 };
 
+/* One cached rule: the table's address keys it (all tables go at once, with the cache). */
+struct rule_slot {
+	const struct unwind_table *t;
+	uint64_t vaddr;
+	struct cfi_rule r;
+};
+
 struct unwinder {
 	struct proc_cache *pc;
+	struct rule_slot *rules; /* RULE_SLOTS */
 	struct uw_space spaces[MAX_SPACES];
 	size_t nspaces;
 	struct unwind_table *tables[MAX_TABLES];
@@ -140,6 +159,7 @@ static void make_room(struct unwinder *u, struct uw_space *sp)
 {
 	if (u->ntables + TABLE_HEADROOM > MAX_TABLES) {
 		unwinder_flush_spaces(u);
+		memset(u->rules, 0, RULE_SLOTS * sizeof(*u->rules));
 		for (size_t i = 0; i < u->ntables; i++)
 			unwind_table__free(u->tables[i]);
 		u->ntables = 0;
@@ -465,8 +485,12 @@ struct unwinder *unwinder__new(struct proc_cache *pc)
 		return NULL;
 	u->pc = pc;
 	u->fp = unwind_fp__new();
-	if (!u->fp) {
+	u->rules = calloc(RULE_SLOTS, sizeof(*u->rules));
+	if (!u->fp || !u->rules) {
+		unwind_fp__free(u->fp);
+		free(u->rules);
 		free(u);
+		errno = ENOMEM;
 		return NULL;
 	}
 	for (size_t i = 0; i < MAX_SPACES; i++) {
@@ -497,6 +521,7 @@ void unwinder__free(struct unwinder *u)
 	for (size_t i = 0; i < u->ntables; i++)
 		unwind_table__free(u->tables[i]);
 	unwind_fp__free(u->fp);
+	free(u->rules);
 	free(u);
 }
 
@@ -526,6 +551,28 @@ static bool has_cfi(struct uw_call *call, uint64_t ip)
 	call->no_info = false;
 	call->at_entry = false;
 	return ok;
+}
+
+/*
+ * A stack word that can be the return address of a frame without CFI: it points just after
+ * a call instruction (a direct call's target is code too) in a file whose CFI covers it.
+ */
+static bool scan_ra_ok(void *arg, uint64_t addr)
+{
+	struct uw_call *call = arg;
+	const struct proc_map *m = proc_cache__find_map_cached(call->p, addr - 1);
+	struct uw_obj *o;
+	uint8_t code[8];
+	int32_t rel;
+	bool direct;
+
+	if (!m || !m->exec || !(o = obj_for_map(call, m)) || addr - o->bias < 8 ||
+	    elf_file__read_vaddr(o->t->ef, addr - o->bias - 8, code, sizeof(code)) ||
+	    !unwind_fp__after_call(code, &direct, &rel))
+		return false;
+	if (direct && !proc_cache__find_map_cached(call->p, addr + (uint64_t)(int64_t)rel))
+		return false;
+	return has_cfi(call, addr - 1);
 }
 
 /*
@@ -560,6 +607,16 @@ static bool fp_fallback(struct uw_call *call, struct fp_regs *r, bool interrupte
 								       : UNWIND_END_NO_INFO;
 			return false;
 		default:
+			/* no frame pointer either: look for the return address on the stack */
+			if (unwind_fp__scan(&stack, SCAN_MAX_BYTES, scan_ra_ok, call, r)) {
+				st->scan_frames++;
+				pcs[(*n)++] = r->ip;
+				if (*n >= max) {
+					*end = UNWIND_END_MAX_DEPTH;
+					return false;
+				}
+				return true; /* scan_ra_ok checked its CFI */
+			}
 			st->fp_failed[UNWIND_FP_FAIL_BAD_POINTER]++;
 			*end = UNWIND_END_NO_INFO;
 			return false;
@@ -574,6 +631,92 @@ static bool fp_fallback(struct uw_call *call, struct fp_regs *r, bool interrupte
 		if (has_cfi(call, r->ip - 1))
 			return true;
 	}
+}
+
+/* The rule of link-time address vaddr of t's file, evaluated once and cached. */
+static const struct cfi_rule *rule_get(struct unwinder *u, const struct unwind_table *t,
+				       uint64_t vaddr)
+{
+	uint64_t h = (vaddr ^ ((uintptr_t)t >> 4)) * 0x9e3779b97f4a7c15ull;
+	struct rule_slot *rs = &u->rules[(h >> 40) % RULE_SLOTS];
+
+	if (rs->t != t || rs->vaddr != vaddr) {
+		rs->t = t;
+		rs->vaddr = vaddr;
+		unwind_cfi__rule(t, vaddr, &rs->r);
+		u->stats.rules_evaluated++;
+	}
+	return &rs->r;
+}
+
+/* The 8-byte word at addr of the copied stack; false outside it. */
+static bool copy_word(const struct uw_call *call, uint64_t addr, uint64_t *v)
+{
+	if (addr < call->stack_lo || addr - call->stack_lo > call->stack_len ||
+	    call->stack_len - (addr - call->stack_lo) < 8)
+		return false;
+	memcpy(v, call->s->ustack + (addr - call->stack_lo), 8);
+	return true;
+}
+
+/*
+ * Steps from the frame at r (already in pcs; interrupted: the sampled frame, whose pc is
+ * not a return address) with cached CFI rules for as long as every frame has a simple one.
+ * Returns true when the unwind ended (*end set), false when the frame now at r needs
+ * libunwind (no FDE, a complex rule, a read outside the stack copy).
+ */
+static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupted, uint64_t *pcs,
+			int *n, int max, enum unwind_end *end)
+{
+	struct unwinder *u = call->u;
+
+	for (;;) {
+		uint64_t pc = interrupted ? r->ip : r->ip - 1, cfa, ra, bp = r->bp;
+		const struct proc_map *m = proc_cache__find_map(u->pc, call->p, pc);
+		struct uw_obj *o = m ? obj_for_map(call, m) : NULL;
+		const struct cfi_rule *rule;
+
+		if (!o || !o->t->ok)
+			return false;
+		rule = rule_get(u, o->t, pc - o->bias);
+		if (rule->kind == CFI_END) {
+			*end = UNWIND_END_COMPLETE;
+			return true;
+		}
+		if (rule->kind != CFI_RULE)
+			return false;
+		cfa = (rule->cfa_rbp ? r->bp : r->sp) + (uint64_t)(int64_t)rule->cfa_off;
+		if (cfa <= r->sp || !copy_word(call, cfa - 8, &ra) ||
+		    (rule->rbp_saved &&
+		     !copy_word(call, cfa + (uint64_t)(int64_t)rule->rbp_off, &bp)))
+			return false;
+		u->stats.fast_frames++;
+		if (!ra) {
+			*end = UNWIND_END_COMPLETE;
+			return true;
+		}
+		r->ip = ra;
+		r->sp = cfa;
+		r->bp = bp;
+		pcs[(*n)++] = ra;
+		if (*n >= max) {
+			*end = UNWIND_END_MAX_DEPTH;
+			return true;
+		}
+		interrupted = false;
+	}
+}
+
+/* Points libunwind's cursor at the frame r (already in pcs) with the sample's other registers. */
+static int resume_at(struct uw_call *call, unw_cursor_t *cursor, __u64 *regs,
+		     const struct fp_regs *r)
+{
+	memcpy(regs, call->s->regs, MLPROF_NREGS * sizeof(*regs));
+	regs[MLPROF_REG_IP] = r->ip;
+	regs[MLPROF_REG_SP] = r->sp;
+	regs[MLPROF_REG_BP] = r->bp;
+	call->regs = regs;
+	return unw_init_remote(cursor, call->sp->as, call);
 }
 
 int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sample *s,
@@ -612,9 +755,19 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 		*end = finish(u, UNWIND_END_BAD_FRAME, n);
 		return n;
 	}
-	ret = unw_init_remote(&cursor, call.sp->as, &call);
+	/* the fast path first: cached rules, libunwind only where a frame needs it */
+	fr = (struct fp_regs){s->regs[MLPROF_REG_IP], s->regs[MLPROF_REG_SP],
+			      s->regs[MLPROF_REG_BP]};
+	pcs[n++] = fr.ip;
+	if (fast_unwind(&call, &fr, true, pcs, &n, max, end)) {
+		finish(u, *end, n);
+		return n;
+	}
+	ret = n > 1 ? resume_at(&call, &cursor, resume_regs, &fr)
+		    : unw_init_remote(&cursor, call.sp->as, &call);
+	n--; /* the frame at the cursor is pushed again below */
 	if (ret < 0) {
-		pcs[n++] = s->regs[MLPROF_REG_IP];
+		pcs[n++] = fr.ip;
 		*end = finish(u, UNWIND_END_BAD_FRAME, n);
 		return n;
 	}
@@ -641,6 +794,23 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 		prev_sp = sp;
 		if (unw_get_reg(&cursor, UNW_X86_64_RBP, &bp) < 0)
 			bp = 0;
+		if (n > 1) {
+			/* a caller libunwind reached: back to the fast path from it */
+			int n0 = n;
+
+			fr = (struct fp_regs){ip, sp, bp};
+			if (fast_unwind(&call, &fr, false, pcs, &n, max, end))
+				break;
+			if (n != n0) {
+				if (resume_at(&call, &cursor, resume_regs, &fr) < 0) {
+					*end = UNWIND_END_BAD_FRAME;
+					break;
+				}
+				n--;
+				prev_ip = prev_sp = 0;
+				continue;
+			}
+		}
 		call.stack_cut = false;
 		call.no_info = false;
 		call.at_entry = false;
@@ -661,12 +831,7 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 			fr = (struct fp_regs){ip, sp, bp};
 			if (!fp_fallback(&call, &fr, n == 1, pcs, &n, max, end))
 				break;
-			memcpy(resume_regs, s->regs, sizeof(resume_regs));
-			resume_regs[MLPROF_REG_IP] = fr.ip;
-			resume_regs[MLPROF_REG_SP] = fr.sp;
-			resume_regs[MLPROF_REG_BP] = fr.bp;
-			call.regs = resume_regs;
-			if (unw_init_remote(&cursor, call.sp->as, &call) < 0) {
+			if (resume_at(&call, &cursor, resume_regs, &fr) < 0) {
 				*end = UNWIND_END_BAD_FRAME;
 				break;
 			}

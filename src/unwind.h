@@ -36,6 +36,10 @@ struct unwind_stats {
 	uint64_t debug_frame_skipped; /* ... left unused: over the per-file or total size bound */
 	uint64_t fp_frames;    /* frames recovered by frame pointer where no CFI covered the pc */
 	uint64_t fp_go_frames; /* ... of which placed by a Go function's stack-pointer delta */
+	uint64_t fast_frames;  /* frames stepped with a cached CFI rule (no libunwind) */
+	uint64_t rules_evaluated; /* CFI rules evaluated (rule cache misses) */
+	uint64_t scan_frames;	  /* callers of frames with neither CFI nor frame pointer found by
+				   * scanning the stack for a return address */
 	uint64_t fp_failed[UNWIND_FP_FAIL__COUNT]; /* fallback stops, by reason */
 };
 

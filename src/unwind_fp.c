@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Frame-pointer unwinding for code without CFI: rbp chains, Go's pcsp for interrupted frames. */
+/* Unwinding code without CFI: rbp chains, Go's pcsp, and a stack scan for return addresses. */
 #include "unwind_fp.h"
 
 #include <errno.h>
@@ -118,4 +118,63 @@ enum unwind_fp_step unwind_fp__step(struct unwind_fp *fp, const struct fp_stack 
 	if (interrupted && go_step(fp, st, code, code_ok, ctx, r) == UNWIND_FP_STEP_GO)
 		return UNWIND_FP_STEP_GO;
 	return bp_step(st, code_ok, ctx, r);
+}
+
+/* See unwind_fp.h. */
+bool unwind_fp__after_call(const uint8_t code[8], bool *direct, int32_t *rel)
+{
+	uint8_t m;
+
+	*direct = false;
+	/* E8 rel32 */
+	if (code[3] == 0xe8) {
+		uint32_t u = (uint32_t)code[4] | (uint32_t)code[5] << 8 | (uint32_t)code[6] << 16 |
+			     (uint32_t)code[7] << 24;
+
+		*direct = true;
+		*rel = (int32_t)u;
+		return true;
+	}
+	/* FF /2, the ModRM byte at i: reg field 2; the length follows from mod and rm */
+	/* 2 bytes: mod 11 (register) or mod 00 without SIB/disp (rm 4 and 5 excluded) */
+	m = code[7];
+	if (code[6] == 0xff &&
+	    ((m & 0xf8) == 0xd0 || ((m & 0xf8) == 0x10 && (m & 7) != 4 && (m & 7) != 5)))
+		return true;
+	/* 3 bytes: mod 01 disp8 without SIB; mod 00 with SIB (base not 5) */
+	m = code[6];
+	if (code[5] == 0xff &&
+	    (((m & 0xf8) == 0x50 && (m & 7) != 4) || (m == 0x14 && (code[7] & 7) != 5)))
+		return true;
+	/* 4 bytes: mod 01 with SIB and disp8 */
+	if (code[4] == 0xff && code[5] == 0x54)
+		return true;
+	/* 6 bytes: mod 10 disp32 without SIB; RIP-relative (mod 00 rm 5) */
+	m = code[3];
+	if (code[2] == 0xff && (((m & 0xf8) == 0x90 && (m & 7) != 4) || m == 0x15))
+		return true;
+	/* 7 bytes: mod 10 with SIB and disp32 */
+	if (code[1] == 0xff && code[2] == 0x94)
+		return true;
+	return false;
+}
+
+/* See unwind_fp.h. */
+bool unwind_fp__scan(const struct fp_stack *st, uint64_t max_bytes, fp_ra_ok_cb ra_ok, void *ctx,
+		     struct fp_regs *r)
+{
+	uint64_t addr = (r->sp + 7) & ~7ull;
+
+	for (; addr - r->sp < max_bytes; addr += 8) {
+		uint64_t w;
+
+		if (!stack_word(st, addr, &w))
+			return false;
+		if (w > 4096 && ra_ok(ctx, w)) {
+			r->ip = w;
+			r->sp = addr + 8;
+			return true;
+		}
+	}
+	return false;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Frame-pointer unwinding for code without CFI: rbp chains, Go's pcsp for interrupted frames. */
+/* Unwinding code without CFI: rbp chains, Go's pcsp, and a stack scan for return addresses. */
 #ifndef MLPROF_UNWIND_FP_H
 #define MLPROF_UNWIND_FP_H
 
@@ -60,5 +60,28 @@ void unwind_fp__free(struct unwind_fp *fp);
 enum unwind_fp_step unwind_fp__step(struct unwind_fp *fp, const struct fp_stack *st,
 				    const struct fp_code *code, bool interrupted,
 				    fp_code_ok_cb code_ok, void *ctx, struct fp_regs *r);
+
+/*
+ * Says whether the bytes before a return address (code[0..7] end where it points) are a
+ * call instruction: a direct call (E8 rel32: *rel gets the displacement, *direct true) or
+ * an indirect one through a register or memory (FF /2, any addressing form, with or
+ * without REX). Pure decoding, no other check.
+ */
+bool unwind_fp__after_call(const uint8_t code[8], bool *direct, int32_t *rel);
+
+/*
+ * Says whether a stack word is the return address of the frame being scanned: it must
+ * point just after a call in code that CFI covers (the caller can be unwound normally).
+ */
+typedef bool (*fp_ra_ok_cb)(void *ctx, uint64_t addr);
+
+/*
+ * Recovers the caller of a frame that has neither CFI nor a frame pointer (hand-written
+ * assembly such as MKL's GEMM kernels inside libtorch_cpu.so): scans up to max_bytes of
+ * the copied stack from r->sp for the first word ra_ok accepts and moves r to the caller
+ * (ip = that word, sp = just above it; bp unchanged). False when none is found.
+ */
+bool unwind_fp__scan(const struct fp_stack *st, uint64_t max_bytes, fp_ra_ok_cb ra_ok, void *ctx,
+		     struct fp_regs *r);
 
 #endif

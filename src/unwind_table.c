@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwarf_cursor.h"
+#include "unwind_cfi.h"
+
 /* Bound on FDEs indexed when synthesizing a table from .eh_frame. */
 #define MAX_SYNTH_FDES (1u << 21)
 /* Largest .debug_frame section translated (larger ones are skipped and counted). */
@@ -18,140 +21,6 @@
 #ifndef PT_GNU_EH_FRAME
 #define PT_GNU_EH_FRAME 0x6474e550
 #endif
-
-#define DW_EH_PE_omit	  0xff
-#define DW_EH_PE_absptr	  0x00
-#define DW_EH_PE_uleb128  0x01
-#define DW_EH_PE_udata2	  0x02
-#define DW_EH_PE_udata4	  0x03
-#define DW_EH_PE_udata8	  0x04
-#define DW_EH_PE_sleb128  0x09
-#define DW_EH_PE_sdata2	  0x0a
-#define DW_EH_PE_sdata4	  0x0b
-#define DW_EH_PE_sdata8	  0x0c
-#define DW_EH_PE_pcrel	  0x10
-#define DW_EH_PE_datarel  0x30
-#define DW_EH_PE_indirect 0x80
-
-/* ---- DWARF pointer decoding over a bounded buffer ---- */
-
-struct cur {
-	const uint8_t *p, *end;
-	uint64_t vaddr; /* vaddr of *p */
-	bool bad;
-};
-
-static void cur_skip(struct cur *c, size_t n)
-{
-	if ((size_t)(c->end - c->p) < n) {
-		c->bad = true;
-		c->p = c->end;
-		return;
-	}
-	c->p += n;
-	c->vaddr += n;
-}
-
-static uint64_t cur_uint(struct cur *c, size_t n)
-{
-	uint64_t v = 0;
-
-	if ((size_t)(c->end - c->p) < n) {
-		c->bad = true;
-		c->p = c->end;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		v |= (uint64_t)c->p[i] << (8 * i);
-	cur_skip(c, n);
-	return v;
-}
-
-/* A LEB128 number; sign: sign-extended from its last byte's bit 6. */
-static uint64_t cur_leb(struct cur *c, bool sign)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p;
-
-		cur_skip(c, 1);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (sign && shift < 64 && (b & 0x40))
-				v |= ~0ull << shift;
-			return v;
-		}
-	}
-	c->bad = true;
-	return 0;
-}
-
-static uint64_t cur_uleb(struct cur *c)
-{
-	return cur_leb(c, false);
-}
-
-static int64_t cur_sleb(struct cur *c)
-{
-	return (int64_t)cur_leb(c, true);
-}
-
-/* Reads a DW_EH_PE encoded pointer; datarel is relative to datarel_base. */
-static bool cur_encoded(struct cur *c, uint8_t enc, uint64_t datarel_base, uint64_t *out)
-{
-	uint64_t field = c->vaddr, v;
-
-	if (enc == DW_EH_PE_omit)
-		return false;
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-	case DW_EH_PE_udata8:
-	case DW_EH_PE_sdata8:
-		v = cur_uint(c, 8);
-		break;
-	case DW_EH_PE_uleb128:
-		v = cur_uleb(c);
-		break;
-	case DW_EH_PE_udata2:
-		v = cur_uint(c, 2);
-		break;
-	case DW_EH_PE_udata4:
-		v = cur_uint(c, 4);
-		break;
-	case DW_EH_PE_sleb128:
-		v = (uint64_t)cur_sleb(c);
-		break;
-	case DW_EH_PE_sdata2:
-		v = (uint64_t)(int64_t)(int16_t)cur_uint(c, 2);
-		break;
-	case DW_EH_PE_sdata4:
-		v = (uint64_t)(int64_t)(int32_t)cur_uint(c, 4);
-		break;
-	default:
-		c->bad = true;
-		return false;
-	}
-	switch (enc & 0x70) {
-	case 0:
-		break;
-	case DW_EH_PE_pcrel:
-		v += field;
-		break;
-	case DW_EH_PE_datarel:
-		v += datarel_base;
-		break;
-	default:
-		return false;
-	}
-	if (enc & DW_EH_PE_indirect)
-		return false;
-	*out = v;
-	return !c->bad;
-}
 
 /* ---- unwind tables ---- */
 
@@ -163,63 +32,13 @@ struct cie_enc {
 /* FDE pointer encoding of the CIE at offset off of .eh_frame; false when unusable. */
 static bool parse_cie(const struct elf_section *fs, uint64_t off, uint8_t *enc)
 {
-	struct cur c = {fs->data + off, fs->data + fs->size, fs->addr + off, false};
-	uint64_t len = cur_uint(&c, 4), id;
-	const char *aug;
-	size_t auglen;
-	uint8_t version;
+	struct cfi_cie cie;
 
-	*enc = DW_EH_PE_absptr;
-	if (len == 0xffffffffu)
-		len = cur_uint(&c, 8);
-	if (c.bad || len > (uint64_t)(c.end - c.p))
+	if (off >= fs->size ||
+	    !unwind_cfi__parse_cie(fs->data + off, fs->size - off, fs->addr + off, &cie))
 		return false;
-	c.end = c.p + len;
-	id = cur_uint(&c, 4);
-	version = (uint8_t)cur_uint(&c, 1);
-	if (c.bad || id != 0 || (version != 1 && version != 3))
-		return false;
-	aug = (const char *)c.p;
-	auglen = strnlen(aug, (size_t)(c.end - c.p));
-	if (auglen == (size_t)(c.end - c.p))
-		return false;
-	cur_skip(&c, auglen + 1);
-	if (strstr(aug, "eh"))
-		cur_skip(&c, 8);
-	cur_uleb(&c); /* code alignment */
-	cur_sleb(&c); /* data alignment */
-	if (version == 1)
-		cur_skip(&c, 1);
-	else
-		cur_uleb(&c);
-	if (aug[0] != 'z')
-		return !c.bad;
-	cur_uleb(&c); /* augmentation data length */
-	for (size_t i = 1; i < auglen && !c.bad; i++) {
-		uint64_t dummy;
-
-		switch (aug[i]) {
-		case 'R':
-			*enc = (uint8_t)cur_uint(&c, 1);
-			return !c.bad;
-		case 'L':
-			cur_skip(&c, 1);
-			break;
-		case 'P': {
-			uint8_t penc = (uint8_t)cur_uint(&c, 1);
-
-			/* the value may be indirect: only its size matters here */
-			cur_encoded(&c, penc & 0x7f, 0, &dummy);
-			break;
-		}
-		case 'S':
-		case 'B':
-			break;
-		default:
-			return false;
-		}
-	}
-	return !c.bad;
+	*enc = cie.fde_enc;
+	return true;
 }
 
 static int cmp_pair(const void *a, const void *b)

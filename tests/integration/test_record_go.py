@@ -15,7 +15,8 @@ FREQ = "499"
 GO_CHAIN = ["main.leafSpin", "main.middle", "main.outer", "main.main", "runtime.main",
             "runtime.goexit"]
 SUMMARY = re.compile(r"code without unwind info: (\d+) frames recovered by frame pointer "
-                     r"\((\d+) placed by Go stack deltas\); chains stopped at (\d+) bad frame "
+                     r"\((\d+) placed by Go stack deltas\), \d+ by a return address found on "
+                     r"the stack; chains stopped at (\d+) bad frame "
                      r"pointers, (\d+) beyond the stack copy")
 
 

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Named native frames by (process map generation, pc): a repeated frame skips symbolization. */
+#include "frame_cache.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FC_MAX_STR 512 /* frames with longer names or file paths are not cached */
+
+struct fc_entry {
+	uint64_t gen, pc; /* gen 0: empty */
+	struct frame f;	  /* strings point into str */
+	size_t bytes;
+	char str[];
+};
+
+struct frame_cache {
+	struct fc_entry **slots;
+	size_t mask;
+	struct frame_cache_stats stats;
+};
+
+/* See frame_cache.h. */
+struct frame_cache *frame_cache__new(size_t slots)
+{
+	struct frame_cache *fc = calloc(1, sizeof(*fc));
+	size_t n = 1;
+
+	while (n < slots)
+		n <<= 1;
+	if (!fc || !(fc->slots = calloc(n, sizeof(*fc->slots)))) {
+		free(fc);
+		errno = ENOMEM;
+		return NULL;
+	}
+	fc->mask = n - 1;
+	return fc;
+}
+
+/* See frame_cache.h. */
+void frame_cache__free(struct frame_cache *fc)
+{
+	if (!fc)
+		return;
+	for (size_t i = 0; i <= fc->mask; i++)
+		free(fc->slots[i]);
+	free(fc->slots);
+	free(fc);
+}
+
+static struct fc_entry **slot_of(struct frame_cache *fc, uint64_t gen, uint64_t pc)
+{
+	uint64_t h = (pc ^ (gen * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+	return &fc->slots[(h >> 32) & fc->mask];
+}
+
+/* See frame_cache.h. */
+bool frame_cache__get(struct frame_cache *fc, uint64_t gen, uint64_t pc, struct frame *f)
+{
+	struct fc_entry *e = *slot_of(fc, gen, pc);
+
+	fc->stats.lookups++;
+	if (!e || e->gen != gen || e->pc != pc)
+		return false;
+	fc->stats.hits++;
+	*f = e->f;
+	return true;
+}
+
+/* See frame_cache.h. */
+void frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t pc, const struct frame *f)
+{
+	struct fc_entry **slot = slot_of(fc, gen, pc), *e;
+	size_t nlen = f->function ? strnlen(f->function, FC_MAX_STR + 1) : 0;
+	size_t flen = f->file ? strnlen(f->file, FC_MAX_STR + 1) : 0;
+	size_t bytes = sizeof(*e) + nlen + 1 + flen + 1;
+
+	if (nlen > FC_MAX_STR || flen > FC_MAX_STR)
+		return;
+	e = *slot;
+	if (e)
+		fc->stats.bytes -= e->bytes;
+	if (!e || e->bytes < bytes) {
+		free(e);
+		*slot = e = malloc(bytes);
+		if (!e)
+			return;
+		e->bytes = bytes;
+	}
+	fc->stats.bytes += e->bytes;
+	e->gen = gen;
+	e->pc = pc;
+	e->f = *f;
+	memcpy(e->str, f->function ? f->function : "", nlen + 1);
+	memcpy(e->str + nlen + 1, f->file ? f->file : "", flen + 1);
+	e->f.function = f->function ? e->str : NULL;
+	e->f.file = f->file ? e->str + nlen + 1 : NULL;
+}
+
+/* See frame_cache.h. */
+size_t frame_cache__bound_bytes(size_t slots)
+{
+	size_t n = 1;
+
+	while (n < slots)
+		n <<= 1;
+	return n * (sizeof(void *) + sizeof(struct fc_entry) + 2 * (FC_MAX_STR + 1));
+}
+
+/* See frame_cache.h. */
+void frame_cache__stats(const struct frame_cache *fc, struct frame_cache_stats *out)
+{
+	*out = fc->stats;
+}

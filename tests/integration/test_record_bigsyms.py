@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: Apache-2.0
+"""mlprof record on a library too large for small symbol caches, shaped like PyTorch's
+libtorch_cpu.so (546k .symtab entries, a 78 MB .strtab, .eh_frame_hdr): libbigsyms.so
+(tests/workloads/bigsyms_gen.py) has 520,000 exported functions with 90-160 byte mangled
+C++ names (a ~66 MB .strtab), CFI for each, and a hot chain in the middle of its address
+range that only CFI unwinds (%rbp holds data). bigsyms_main calls it for 6 s.
+
+One recording with the default cache options (`-F 499`, no --symcache-bytes), then:
+  - the library really has that shape (>= 500,000 function symbols, .strtab >= 60 MB,
+    .eh_frame_hdr);
+  - no sample dropped (ring buffer full), from the summary's first line;
+  - >= 99% of the samples in the library carry the whole chain, demangled, on a complete
+    stack: burn_leaf <- forward_mid <- big_entry <- main <- libc start <- _start;
+  - no frame of the library is left mangled or as a raw address;
+  - the library's index was built once: the summary's symbols line reports no rebuild after
+    eviction and no sample emitted with raw addresses (samples may wait for the index);
+  - mlprof spent < 2000 us of CPU per sample.
+Needs root (BPF); exit 77 = skipped."""
+import os
+import re
+import struct
+import subprocess
+import time
+import unittest
+
+from itutil import WL_DIR, main_chain_ok, need_root, record, run_main, stacks_of, tmpdir
+
+FREQ = "499"
+SECONDS = "6"
+EXE = os.path.join(WL_DIR, "bigsyms_main")
+LIB = os.path.join(WL_DIR, "libbigsyms.so")
+PROCESS = "bigsyms_main"
+
+ENTRY = "big_entry"
+MID = "torch::native::(anonymous namespace)::BigsymsHotKernelImpl<float, 8>::forward_mid(long)"
+LEAF = "torch::native::cpu::BigsymsLeafKernel<double, 4>::burn_leaf(long, double const*)"
+CHAIN = [LEAF, MID, ENTRY, "main"]
+
+# First line of the summary (src/record_summary.c); the drop count may be left out when 0.
+SUMMARY_RE = re.compile(
+    r"^mlprof: (?P<samples>\d+) samples in (?P<secs>[0-9.]+) s at (?P<hz>\d+) Hz"
+    r"(?:, (?P<dropped>\d+) dropped \(ring buffer full\))?"
+    r"(?:, (?P<complete>[0-9.]+)% user stacks complete)?"
+    r"(?:, (?P<cpu_us>[0-9.]+) us CPU/sample)?$", re.M)
+SYMBOLS_RE = re.compile(
+    r"^mlprof: symbols: (?P<built>\d+) indexes built \((?P<rebuilt>\d+) rebuilt after "
+    r"eviction\), (?P<kib>\d+) KiB held; (?P<waited>\d+) samples waited for an index "
+    r"\((?P<raw>\d+) emitted with raw addresses\)$", re.M)
+
+# mlprof must be done this long after it started the 6 s workload (about 8 s when it keeps
+# up; a profiler that rebuilds the library's index per sample is still busy after minutes)
+RECORD_TIMEOUT = 120
+MIN_FUNCS = 500_000
+MIN_STRTAB = 60_000_000
+MAX_CPU_US = 2000.0
+
+
+def elf_shape(path):
+    """(sections by name: (type, offset, size, entsize), function symbols in .dynsym,
+    function symbols in .symtab) of a 64-bit little-endian ELF file, read with struct only."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise AssertionError("%s: not a 64-bit little-endian ELF file" % path)
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_off = raw[shstrndx][4]
+    sections = {}
+    for name, typ, _, _, off, size, _, _, _, entsize in raw:
+        end = data.index(b"\0", names_off + name)
+        sections[data[names_off + name:end].decode()] = (typ, off, size, entsize)
+
+    def funcs(sec):
+        if sec not in sections:
+            return 0
+        _, off, size, ent = sections[sec]
+        # st_info is the byte after st_name; STT_FUNC = 2, in the low 4 bits
+        return sum(1 for o in range(off + 4, off + size, ent) if data[o] & 0xF == 2)
+
+    return sections, funcs(".dynsym"), funcs(".symtab")
+
+
+def in_library(prof, sample):
+    """True when one of the sample's locations lies in libbigsyms.so (named or not)."""
+    for lid in sample["locs"]:
+        m = prof.mappings.get(prof.locations[lid]["mapping"])
+        if m and prof.strings[m["file"]].rsplit("/", 1)[-1] == "libbigsyms.so":
+            return True
+    return False
+
+
+class RecordBigSymbols(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        need_root(cls)
+        if not os.path.exists(EXE) or not os.path.exists(LIB):
+            raise unittest.SkipTest("%s or %s not built" % (EXE, LIB))
+        cls.dir = tmpdir()
+        cls.pb = os.path.join(cls.dir, "bigsyms.pb.gz")
+        cls.failure = None
+        t0 = time.monotonic()
+        try:
+            cp, js = record(["-F", FREQ, "-o", cls.pb], [EXE, SECONDS], timeout=RECORD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            cls.failure = ("mlprof record was still running %d s after it started a %s s "
+                           "workload: killed, nothing to check" % (RECORD_TIMEOUT, SECONDS))
+            print(cls.failure)
+            return
+        cls.wall = time.monotonic() - t0
+        cls.stderr = cp.stderr
+        cls.workload = js[0] if js else {}
+        print("mlprof record took %.1f s; workload: %s; summary:\n%s" %
+              (cls.wall, cls.workload, cls.stderr.rstrip()))
+        prof, _ = stacks_of(cls.pb)
+        cls.prof = prof
+        # The workload's samples: every sample of bigsyms_main with a frame in the library.
+        cls.group = []
+        for s in prof.samples:
+            if s["labels"].get("process_name") != PROCESS or not in_library(prof, s):
+                continue
+            names = []
+            for lid in s["locs"]:
+                names += prof.frame_names(lid)
+            cls.group.append((names, s["values"][0]))
+        cls.total = sum(v for _, v in cls.group)
+
+    def setUp(self):
+        if self.failure and self._testMethodName != "test_library_shape":
+            self.fail(self.failure)
+
+    def summary(self):
+        m = SUMMARY_RE.search(self.stderr)
+        self.assertIsNotNone(m, "no summary line in:\n" + self.stderr)
+        return m
+
+    def test_library_shape(self):
+        sections, dyn_funcs, sym_funcs = elf_shape(LIB)
+        self.assertIn(".eh_frame_hdr", sections)
+        self.assertIn(".eh_frame", sections)
+        self.assertGreaterEqual(sections[".strtab"][2], MIN_STRTAB)
+        self.assertGreaterEqual(dyn_funcs, MIN_FUNCS)
+        self.assertGreaterEqual(sym_funcs, MIN_FUNCS)
+
+    def test_no_drops(self):
+        m = self.summary()
+        self.assertGreater(int(m["samples"]), 0)
+        self.assertEqual(int(m["dropped"] or 0), 0, m.group(0))
+
+    def test_full_chains(self):
+        # ~FREQ samples per CPU second the workload measured in its loop (a busy machine
+        # gives it less than SECONDS of CPU)
+        expected = max(float(self.workload.get("big_entry", 0)) * int(FREQ), 1000)
+        self.assertGreaterEqual(self.total, 0.8 * expected,
+                                "samples in libbigsyms.so: %d, expected ~%d" %
+                                (self.total, expected))
+        ok = sum(v for names, v in self.group if main_chain_ok(names, CHAIN))
+        bad = {}
+        for names, v in self.group:
+            if not main_chain_ok(names, CHAIN):
+                key = " <- ".join(names[:8])
+                bad[key] = bad.get(key, 0) + v
+        worst = sorted(bad.items(), key=lambda kv: -kv[1])[:3]
+        self.assertGreaterEqual(ok / self.total, 0.99,
+                                "full chains %d/%d; most common others: %s" %
+                                (ok, self.total, worst))
+
+    def test_demangled_names(self):
+        seen = {}
+        for names, v in self.group:
+            for n in names:
+                seen[n] = seen.get(n, 0) + v
+        for want in (ENTRY, MID, LEAF):
+            self.assertGreater(seen.get(want, 0), 0, "%r never seen; frames: %s" %
+                               (want, sorted(seen, key=lambda n: -seen[n])[:10]))
+        raw = {n: v for n, v in seen.items()
+               if n.startswith("_Z") or n.startswith("0x") or "libbigsyms.so+0x" in n}
+        self.assertEqual(raw, {}, "frames left mangled or unnamed")
+
+    def test_index_built_once(self):
+        m = SYMBOLS_RE.search(self.stderr)
+        self.assertIsNotNone(m, "the summary has no 'mlprof: symbols: ...' line:\n" +
+                             self.stderr)
+        self.assertGreaterEqual(int(m["built"]), 1, m.group(0))
+        self.assertEqual(int(m["rebuilt"]), 0, m.group(0))
+        self.assertEqual(int(m["raw"]), 0, m.group(0))
+
+    def test_cpu_per_sample(self):
+        m = self.summary()
+        self.assertIsNotNone(m["cpu_us"], m.group(0))
+        self.assertLess(float(m["cpu_us"]), MAX_CPU_US, m.group(0))
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_main())
