@@ -153,8 +153,7 @@ struct cuda *cuda__new(const struct cuda_config *cfg, struct proc_cache *pc, str
 
 static void lib_detach(struct cuda *c, struct lib *l)
 {
-	for (int i = 0; i < l->nlinks; i++)
-		sampler__detach(l->links[i]);
+	sampler__detach_all(l->links, l->nlinks);
 	memset(l, 0, sizeof(*l));
 	c->stats.libs_attached--;
 	c->stats.libs_detached++;
@@ -179,14 +178,37 @@ static void names_clear_pid(struct cuda *c, pid_t pid)
 	}
 }
 
+/* Detaches every library's probes in one parallel sweep (see sampler__detach_all). */
+static void detach_every_lib(struct cuda *c)
+{
+	struct sampler_link **all = malloc(sizeof(*all) * MAX_LIBS * MAX_PROBES);
+	int n = 0;
+
+	for (int i = 0; i < MAX_LIBS; i++) {
+		struct lib *l = &c->libs[i];
+
+		if (!l->used)
+			continue;
+		if (!all) {
+			lib_detach(c, l); /* no memory for the list: one library at a time */
+			continue;
+		}
+		memcpy(all + n, l->links, (size_t)l->nlinks * sizeof(*all));
+		n += l->nlinks;
+		l->nlinks = 0;
+		lib_detach(c, l);
+	}
+	if (all)
+		sampler__detach_all(all, n);
+	free(all);
+}
+
 /* See cuda.h. */
 void cuda__free(struct cuda *c)
 {
 	if (!c)
 		return;
-	for (int i = 0; i < MAX_LIBS; i++)
-		if (c->libs[i].used)
-			lib_detach(c, &c->libs[i]);
+	detach_every_lib(c);
 	for (int i = 0; i < c->nresults; i++)
 		free(c->results[i]);
 	for (size_t b = 0; b < PROC_BUCKETS; b++) {

@@ -704,6 +704,32 @@ static int exit_status_of(int status)
 	return 1;
 }
 
+/*
+ * The outputs are written: hands the BPF links to a child that lets them go after this
+ * process has exited. Tearing down a uprobe waits for an RCU grace period under a kernel
+ * mutex, one after the other (hundreds of CUDA probes took ~12 s); the child holds the
+ * last references, so this process's own closes return at once and the command ends now.
+ * The child has no terminal, no standard streams and its own session: a pipe reading our
+ * output sees its end, and nothing waits for the child. Probes fire into a ring buffer
+ * nobody reads until it is done. Without fork, the teardown happens here.
+ */
+static void detach_in_background(void)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return; /* parent (or fork failed): go on */
+	setsid();
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+	}
+	_exit(0); /* the kernel closes every link, as slowly as it must */
+}
+
 /* Polls until the duration ends, the targets exit, or a signal arrives. */
 static int run_loop(struct record_opts *o, struct pipeline *pl, pid_t child, int *child_status)
 {
@@ -891,6 +917,8 @@ int record__main(int argc, char **argv)
 	if (write_outputs(&o, &st) != 0 || err)
 		goto cleanup;
 	ret = child > 0 ? exit_status_of(status) : 0;
+	if (cuda__any(&o.cuda))
+		detach_in_background();
 cleanup:
 	if (go_fd >= 0)
 		close(go_fd);

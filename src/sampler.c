@@ -9,6 +9,7 @@
 #include "tracefs.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
@@ -620,6 +621,39 @@ void sampler__detach(struct sampler_link *l)
 	bpf_link__destroy(l->entry);
 	bpf_link__destroy(l->ret);
 	free(l);
+}
+
+/* Threads that detach links side by side (sampler__detach_all). */
+#define DETACH_THREADS 32
+
+struct detach_job {
+	struct sampler_link **links;
+	int n, next;
+};
+
+static void *detach_worker(void *arg)
+{
+	struct detach_job *j = arg;
+	int i;
+
+	while ((i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->n)
+		sampler__detach(j->links[i]);
+	return NULL;
+}
+
+/* See sampler.h. */
+void sampler__detach_all(struct sampler_link **links, int n)
+{
+	struct detach_job j = {links, n, 0};
+	pthread_t th[DETACH_THREADS];
+	int nt = 0;
+
+	while (nt < DETACH_THREADS && nt < n - 1 &&
+	       pthread_create(&th[nt], NULL, detach_worker, &j) == 0)
+		nt++;
+	detach_worker(&j); /* (alone when no thread could start) */
+	for (int i = 0; i < nt; i++)
+		pthread_join(th[i], NULL);
 }
 
 /* Key of the cuda_counts map (bpf/cuda.bpf.c). */

@@ -62,6 +62,12 @@ struct sampler_link *sampler__attach_probe(struct sampler *s, enum mlprof_cuda_p
 					   const char *path, uint64_t off);
 void sampler__detach(struct sampler_link *l);
 /*
+ * Detaches n links at once. Each detach waits for an RCU grace period in the kernel (tens
+ * of ms: hundreds of CUDA probes took seconds one by one); they run on parallel threads,
+ * whose waits share grace periods. Frees the links; the array itself is the caller's.
+ */
+void sampler__detach_all(struct sampler_link **links, int n);
+/*
  * Reads the exact CUDA call counts: cb(pid, kind, what, count) for each entry (of process
  * pid only when pid > 0; with take, those entries are deleted from the map).
  */
