@@ -218,6 +218,12 @@ bool unwind_cfi__parse_cie(const uint8_t *p, size_t avail, uint64_t vaddr, struc
 	return !c.bad;
 }
 
+/* v * align with wrap-around (untrusted operands; results are range-checked later). */
+static int64_t scaled(uint64_t v, int64_t align)
+{
+	return (int64_t)(v * (uint64_t)align);
+}
+
 static void set_reg(struct row *r, uint64_t reg, uint8_t how, int64_t off)
 {
 	struct reg_rule rr = {how, off};
@@ -257,7 +263,7 @@ static bool run(struct cur *c, const struct cfi_cie *cie, uint64_t loc, uint64_t
 			advance = true;
 			break;
 		case CFA_offset:
-			set_reg(r, low, REG_AT_CFA, (int64_t)cur_uleb(c) * cie->data_align);
+			set_reg(r, low, REG_AT_CFA, scaled(cur_uleb(c), cie->data_align));
 			continue;
 		case CFA_restore:
 			restore_reg(r, init, low);
@@ -290,16 +296,17 @@ static bool run(struct cur *c, const struct cfi_cie *cie, uint64_t loc, uint64_t
 				break;
 			case CFA_offset_extended:
 				reg = cur_uleb(c);
-				set_reg(r, reg, REG_AT_CFA, (int64_t)cur_uleb(c) * cie->data_align);
+				set_reg(r, reg, REG_AT_CFA, scaled(cur_uleb(c), cie->data_align));
 				continue;
 			case CFA_offset_extended_sf:
 				reg = cur_uleb(c);
-				set_reg(r, reg, REG_AT_CFA, cur_sleb(c) * cie->data_align);
+				set_reg(r, reg, REG_AT_CFA,
+					scaled((uint64_t)cur_sleb(c), cie->data_align));
 				continue;
 			case CFA_GNU_negative_offset_ext:
 				reg = cur_uleb(c);
 				set_reg(r, reg, REG_AT_CFA,
-					-(int64_t)cur_uleb(c) * cie->data_align);
+					scaled(0 - cur_uleb(c), cie->data_align));
 				continue;
 			case CFA_restore_extended:
 				restore_reg(r, init, cur_uleb(c));
@@ -332,7 +339,7 @@ static bool run(struct cur *c, const struct cfi_cie *cie, uint64_t loc, uint64_t
 				continue;
 			case CFA_def_cfa_sf:
 				r->cfa_reg = cur_uleb(c);
-				r->cfa_off = cur_sleb(c) * cie->data_align;
+				r->cfa_off = scaled((uint64_t)cur_sleb(c), cie->data_align);
 				r->cfa_expr = false;
 				continue;
 			case CFA_def_cfa_register:
@@ -342,7 +349,7 @@ static bool run(struct cur *c, const struct cfi_cie *cie, uint64_t loc, uint64_t
 				r->cfa_off = (int64_t)cur_uleb(c);
 				continue;
 			case CFA_def_cfa_offset_sf:
-				r->cfa_off = cur_sleb(c) * cie->data_align;
+				r->cfa_off = scaled((uint64_t)cur_sleb(c), cie->data_align);
 				continue;
 			case CFA_def_cfa_expression:
 				r->cfa_expr = true;

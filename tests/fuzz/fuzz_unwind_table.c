@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: .eh_frame_hdr validation, the table synthesized from .eh_frame and the
- * .debug_frame translation (src/unwind_table.c). The input is wrapped in a small ELF file
+ * .debug_frame translation (src/unwind_table.c), and the CFI rules the unwinder's fast
+ * path evaluates from the FDEs (src/unwind_cfi.c). The input is wrapped in a small ELF file
  * (one PT_LOAD, optional PT_GNU_EH_FRAME) so that every byte lands in a section:
  *   u8 flags | u16 hdr_len | u16 eh_len | hdr bytes | .eh_frame bytes | .debug_frame bytes
  * flags bit 0: PT_GNU_EH_FRAME; bit 1: no .eh_frame_hdr section header (located through
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "fuzz_util.h"
+#include "unwind_cfi.h"
 #include "unwind_table.h"
 
 #ifndef PT_GNU_EH_FRAME
@@ -152,6 +154,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sink += t->dbg_image[fde];
 		}
 		sink += bytes;
+	}
+	/* the rule of every pc a table entry starts at, and of pcs in between */
+	for (uint64_t i = 0; i < n; i++) {
+		int32_t pc = 0;
+		struct cfi_rule r;
+
+		if (t->synth)
+			pc = t->synth[2 * i];
+		else if (unwind_table__read(t, t->table + 8 * i, &v))
+			pc = (int32_t)v;
+		for (uint64_t d = 0; d < 64; d += 7) {
+			unwind_cfi__rule(t, t->segbase + (uint64_t)(int64_t)pc + d, &r);
+			if (r.kind > CFI_COMPLEX)
+				__builtin_trap();
+			sink += r.kind + (uint64_t)r.cfa_off;
+		}
 	}
 	/* reads anywhere in and around the image (straddling segment ends) */
 	for (uint64_t a = 0; a < img_len + (flags & 4 ? CODE_SPAN : 0) + 64; a += 61)
