@@ -705,29 +705,41 @@ static int exit_status_of(int status)
 }
 
 /*
- * The outputs are written: hands the BPF links to a child that lets them go after this
+ * The outputs are written: hands the BPF links to a child that lets them go once this
  * process has exited. Tearing down a uprobe waits for an RCU grace period under a kernel
- * mutex, one after the other (hundreds of CUDA probes took ~12 s); the child holds the
- * last references, so this process's own closes return at once and the command ends now.
- * The child has no terminal, no standard streams and its own session: a pipe reading our
- * output sees its end, and nothing waits for the child. Probes fire into a ring buffer
- * nobody reads until it is done. Without fork, the teardown happens here.
+ * mutex, one after the other (hundreds of CUDA probes took ~12 s); the child holds the last
+ * references, so this process's own closes (and its exit) return at once. The child waits
+ * for this process to end (EOF on a pipe only this process writes), has no terminal, its
+ * standard streams on /dev/null and its own session: a pipe reading our output sees its
+ * end, and nothing waits for the child. Probes fire into a ring buffer nobody reads until
+ * it is done. Without fork or pipe, the teardown happens here.
  */
 static void detach_in_background(void)
 {
-	pid_t pid = fork();
+	int p[2], fd;
+	pid_t pid;
+	char c;
 
-	if (pid != 0)
-		return; /* parent (or fork failed): go on */
+	if (pipe2(p, O_CLOEXEC))
+		return;
+	pid = fork();
+	if (pid != 0) {
+		close(p[0]); /* p[1] stays open until this process exits */
+		if (pid < 0)
+			close(p[1]);
+		return;
+	}
+	close(p[1]);
 	setsid();
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (fd >= 0) {
 		dup2(fd, STDIN_FILENO);
 		dup2(fd, STDOUT_FILENO);
 		dup2(fd, STDERR_FILENO);
 	}
-	_exit(0); /* the kernel closes every link, as slowly as it must */
+	while (read(p[0], &c, 1) < 0 && errno == EINTR)
+		;
+	_exit(0); /* the last references: the kernel closes every link, as slowly as it must */
 }
 
 /* Polls until the duration ends, the targets exit, or a signal arrives. */

@@ -623,37 +623,47 @@ void sampler__detach(struct sampler_link *l)
 	free(l);
 }
 
-/* Threads that detach links side by side (sampler__detach_all). */
-#define DETACH_THREADS 32
-
 struct detach_job {
 	struct sampler_link **links;
-	int n, next;
+	int n;
 };
 
 static void *detach_worker(void *arg)
 {
 	struct detach_job *j = arg;
-	int i;
 
-	while ((i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->n)
+	for (int i = 0; i < j->n; i++)
 		sampler__detach(j->links[i]);
+	free(j);
 	return NULL;
 }
 
 /* See sampler.h. */
 void sampler__detach_all(struct sampler_link **links, int n)
 {
-	struct detach_job j = {links, n, 0};
-	pthread_t th[DETACH_THREADS];
-	int nt = 0;
+	struct detach_job *j;
+	pthread_attr_t attr;
+	pthread_t th;
+	int err = -1;
 
-	while (nt < DETACH_THREADS && nt < n - 1 &&
-	       pthread_create(&th[nt], NULL, detach_worker, &j) == 0)
-		nt++;
-	detach_worker(&j); /* (alone when no thread could start) */
-	for (int i = 0; i < nt; i++)
-		pthread_join(th[i], NULL);
+	if (n <= 0)
+		return;
+	j = malloc(sizeof(*j) + (size_t)n * sizeof(*links));
+	if (j) {
+		j->links = (struct sampler_link **)(j + 1);
+		j->n = n;
+		memcpy(j->links, links, (size_t)n * sizeof(*links));
+		if (!pthread_attr_init(&attr)) {
+			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+			err = pthread_create(&th, &attr, detach_worker, j);
+			pthread_attr_destroy(&attr);
+		}
+		if (!err)
+			return;
+		free(j);
+	}
+	for (int i = 0; i < n; i++) /* no thread: here, slowly */
+		sampler__detach(links[i]);
 }
 
 /* Key of the cuda_counts map (bpf/cuda.bpf.c). */

@@ -62,9 +62,11 @@ struct sampler_link *sampler__attach_probe(struct sampler *s, enum mlprof_cuda_p
 					   const char *path, uint64_t off);
 void sampler__detach(struct sampler_link *l);
 /*
- * Detaches n links at once. Each detach waits for an RCU grace period in the kernel (tens
- * of ms: hundreds of CUDA probes took seconds one by one); they run on parallel threads,
- * whose waits share grace periods. Frees the links; the array itself is the caller's.
+ * Detaches n links off the calling thread. Each uprobe's teardown waits for an RCU grace
+ * period under a kernel mutex (tens of ms; hundreds of CUDA probes take seconds): a
+ * detached thread of its own does it, so neither the ring-buffer consumer nor an exit
+ * waits (links still open when the process exits are closed by the kernel). Takes the
+ * links (the array itself stays the caller's).
  */
 void sampler__detach_all(struct sampler_link **links, int n);
 /*

@@ -138,21 +138,21 @@ static void test_call_decoder(void)
 		bool call, direct;
 		int32_t rel;
 	} cases[] = {
-		{{0xe8, 0x10, 0x00, 0x00, 0x00}, 5, true, true, 16},	/* call rel32 */
-		{{0xe8, 0xf0, 0xff, 0xff, 0xff}, 5, true, true, -16},	/* call rel32 (back) */
-		{{0xff, 0xd0}, 2, true, false, 0},			/* call *%rax */
-		{{0x41, 0xff, 0xd3}, 3, true, false, 0},		/* call *%r11 */
-		{{0xff, 0x10}, 2, true, false, 0},			/* call *(%rax) */
-		{{0xff, 0x50, 0x08}, 3, true, false, 0},		/* call *8(%rax) */
-		{{0xff, 0x14, 0x24}, 3, true, false, 0},		/* call *(%rsp) */
-		{{0xff, 0x54, 0x24, 0x08}, 4, true, false, 0},		/* call *8(%rsp) */
-		{{0xff, 0x90, 0, 1, 0, 0}, 6, true, false, 0},		/* call *256(%rax) */
-		{{0xff, 0x15, 0, 1, 0, 0}, 6, true, false, 0},		/* call *256(%rip) */
-		{{0xff, 0x94, 0x24, 0, 1, 0, 0}, 7, true, false, 0},	/* call *256(%rsp) */
-		{{0xc3}, 1, false, false, 0},				/* ret: a function start */
-		{{0x5d, 0xc3}, 2, false, false, 0},			/* pop %rbp; ret */
-		{{0xff, 0xe0}, 2, false, false, 0},			/* jmp *%rax */
-		{{0x48, 0x89, 0xe5}, 3, false, false, 0},		/* mov %rsp,%rbp */
+		{{0xe8, 0x10, 0x00, 0x00, 0x00}, 5, true, true, 16},  /* call rel32 */
+		{{0xe8, 0xf0, 0xff, 0xff, 0xff}, 5, true, true, -16}, /* call rel32 (back) */
+		{{0xff, 0xd0}, 2, true, false, 0},		      /* call *%rax */
+		{{0x41, 0xff, 0xd3}, 3, true, false, 0},	      /* call *%r11 */
+		{{0xff, 0x10}, 2, true, false, 0},		      /* call *(%rax) */
+		{{0xff, 0x50, 0x08}, 3, true, false, 0},	      /* call *8(%rax) */
+		{{0xff, 0x14, 0x24}, 3, true, false, 0},	      /* call *(%rsp) */
+		{{0xff, 0x54, 0x24, 0x08}, 4, true, false, 0},	      /* call *8(%rsp) */
+		{{0xff, 0x90, 0, 1, 0, 0}, 6, true, false, 0},	      /* call *256(%rax) */
+		{{0xff, 0x15, 0, 1, 0, 0}, 6, true, false, 0},	      /* call *256(%rip) */
+		{{0xff, 0x94, 0x24, 0, 1, 0, 0}, 7, true, false, 0},  /* call *256(%rsp) */
+		{{0xc3}, 1, false, false, 0},			      /* ret: a function start */
+		{{0x5d, 0xc3}, 2, false, false, 0},		      /* pop %rbp; ret */
+		{{0xff, 0xe0}, 2, false, false, 0},		      /* jmp *%rax */
+		{{0x48, 0x89, 0xe5}, 3, false, false, 0},	      /* mov %rsp,%rbp */
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
