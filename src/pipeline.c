@@ -56,9 +56,7 @@ struct done_count {
 #define SYMWAIT_MAX	   65536
 #define SYMWAIT_MAX_BYTES  (8u << 20)
 #define SYMWAIT_MAX_AGE_NS (5ull * 1000 * 1000 * 1000)
-/* What an exit or exec with parked samples may wait for their indexes: each, per second. */
-#define FLUSH_WAIT_MS	     100
-#define FLUSH_WAIT_BUDGET_NS (200ull * 1000 * 1000)
+#define EXITED_MAX	   256
 
 /* Per-sample string scratch: symbol names are copied here so that all frames of one stack
  * stay valid together (symcache results live only until the next lookup). */
@@ -85,7 +83,13 @@ struct pipeline {
 	bool force_emit;	/* emit even so (frames of files still indexed stay unnamed) */
 	uint64_t parked_now_ns; /* parked_ns of the sample being re-emitted (0: a new one) */
 	uint64_t wait_parked, wait_forced, wait_frames_unnamed;
-	uint64_t flush_wait_start_ns, flush_wait_ns; /* flush_pid's waits this second */
+	/*
+	 * Exited processes whose parked samples still wait for an index: their maps stay
+	 * (dead, until gc) and their Python and CUDA state is dropped only once the last one
+	 * went out (forget_exited), so that a process that lived 50 ms is named all the same.
+	 */
+	pid_t exited[EXITED_MAX];
+	size_t nexited;
 
 	uint64_t samples, frames_total, frames_unsym, proc_events, cpu_ns;
 	uint64_t cpu_samples, py_cpu_samples;
@@ -379,14 +383,18 @@ static int emit_forced(struct pipeline *pl, struct parked *e)
  * is ready (pipeline__poll tries again). A full queue sends its oldest out first; a sample
  * that cannot be kept goes out now, unnamed where it must.
  */
-static int park(struct pipeline *pl, const struct unwound *u, int64_t value, bool inuse,
-		uint64_t time_ns)
+static int park(struct pipeline *pl, struct proc *p, const struct unwound *u, int64_t value,
+		bool inuse, uint64_t time_ns)
 {
 	uint64_t first = pl->parked_now_ns ? pl->parked_now_ns : clock__mono_ns();
 	int err = 0, perr;
 
-	if (!pl->parked_now_ns)
+	if (!pl->parked_now_ns) {
 		pl->wait_parked++;
+		/* its code objects are read now: the process may be gone when it is named */
+		if (pl->py && u->py)
+			python__warm(pl->py, p, u->py, u->hdr.py_nframes);
+	}
 	perr = symwait__park(&pl->wait, u, value, inuse, time_ns, first);
 	/* (a re-parked sample was just taken out: it never needs room made) */
 	while (perr == -ENOSPC && pl->wait.head && !pl->parked_now_ns) {
@@ -438,30 +446,71 @@ static int retry_parked(struct pipeline *pl, uint32_t pid, uint64_t before_ns, b
 }
 
 /*
- * A process exits or changes its image: its parked samples must go out while its maps and
- * Python state are known. The builder gets a short, bounded wait first (a process that
- * ends right after it mapped a new library), within a budget per second.
+ * A process changes its image (or its pid is reused): its parked samples go out now, while
+ * its maps are known, with raw addresses for the frames of files still being indexed. No
+ * wait for the builder here: the events behind this one (a new process's libraries to
+ * probe before it calls them) must not be held up.
  */
 static int flush_pid(struct pipeline *pl, uint32_t pid)
 {
-	uint64_t now = clock__mono_ns();
-	struct parked *e;
+	return retry_parked(pl, pid, 0, false);
+}
+
+static bool has_parked(const struct pipeline *pl, uint32_t pid)
+{
+	for (const struct parked *e = pl->wait.head; e; e = e->next)
+		if (e->u.hdr.pid == pid)
+			return true;
+	return false;
+}
+
+/* The per-process state an exited process kept for its parked samples goes. */
+static void forget_exited(struct pipeline *pl, pid_t pid)
+{
+	if (pl->cuda)
+		cuda__forget(pl->cuda, pid);
+	if (pl->py)
+		python__forget(pl->py, pid);
+}
+
+/*
+ * Drops the state of exited processes whose parked samples are all out (all: force them out
+ * first: their maps go at gc, a pid being reused). Returns 0 or the sink's error.
+ */
+static int sweep_exited(struct pipeline *pl, bool all)
+{
+	size_t k = 0;
 	int err = 0;
 
-	for (e = pl->wait.head; e && e->u.hdr.pid != pid; e = e->next)
-		;
-	if (!e)
-		return 0;
-	if (now - pl->flush_wait_start_ns > 1000000000ull) {
-		pl->flush_wait_start_ns = now;
-		pl->flush_wait_ns = 0;
+	for (size_t i = 0; i < pl->nexited; i++) {
+		pid_t pid = pl->exited[i];
+
+		if (all)
+			err = flush_pid(pl, (uint32_t)pid) ?: err;
+		if (has_parked(pl, (uint32_t)pid)) {
+			pl->exited[k++] = pid;
+			continue;
+		}
+		forget_exited(pl, pid);
 	}
-	if (pl->flush_wait_ns < FLUSH_WAIT_BUDGET_NS) {
-		symcache__wait(pl->syms, FLUSH_WAIT_MS);
-		pl->flush_wait_ns += clock__mono_ns() - now;
-		err = retry_parked(pl, 0, 0, false);
+	pl->nexited = k;
+	return err;
+}
+
+/* Takes pid off the exited list (its pid is being reused): forced out, state dropped. */
+static int reuse_exited(struct pipeline *pl, uint32_t pid)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < pl->nexited; i++) {
+		if ((uint32_t)pl->exited[i] != pid)
+			continue;
+		err = flush_pid(pl, pid);
+		forget_exited(pl, (pid_t)pid);
+		pl->exited[i] = pl->exited[--pl->nexited];
+		break;
 	}
-	return retry_parked(pl, pid, 0, false) ?: err;
+	return err;
 }
 
 static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t value, bool inuse,
@@ -493,7 +542,7 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 				symbolize_native(pl, p, pc, &pl->ufr[nu++]);
 			}
 			if (pl->sym_missing && !pl->force_emit)
-				return park(pl, u, value, inuse, time_ns);
+				return park(pl, p, u, value, inuse, time_ns);
 			why = truncation_reason(u->end);
 		} else {
 			why = "[process exited before its maps were read]";
@@ -512,7 +561,7 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 		}
 	}
 	if (pl->sym_missing && !pl->force_emit)
-		return park(pl, u, value, inuse, time_ns);
+		return park(pl, p, u, value, inuse, time_ns);
 	if (n == 0)
 		truncation_frame(&pl->frames[n++], "[no stack]");
 	if (pl->sym_missing)
@@ -828,8 +877,9 @@ static int on_event(void *ctx, const void *data, size_t size)
 	case MLPROF_EV_EXEC:
 		if (size >= sizeof(*pe)) {
 			/* parked samples of the old image go out while its maps are known */
+			err = reuse_exited(pl, pe->pid);
 			if (pl->wait.count)
-				err = flush_pid(pl, pe->pid);
+				err = flush_pid(pl, pe->pid) ?: err;
 			/* the old image's memory went with it: nothing of it is in use any more */
 			memtrack__drop_pid(pl->mem, pe->pid);
 			if (pl->py)
@@ -842,28 +892,27 @@ static int on_event(void *ctx, const void *data, size_t size)
 		if (size >= sizeof(*pe)) {
 			/* dead first: its maps must not be re-read (empty) while we name things */
 			proc_cache__on_exit(pl->procs, (pid_t)pe->pid);
-			/* its parked samples go out while its Python state is known */
-			if (pl->wait.count)
-				err = flush_pid(pl, pe->pid);
 			pending_drop_pid(pl, pe->pid);
 			/* what it held when it ended is its last in-use view (a leak report) */
 			err = snapshot(pl, pe->pid, pe->time_ns);
 			memtrack__drop_pid(pl->mem, pe->pid);
-			if (pl->cuda) {
+			if (pl->cuda)
 				sampler__cuda_counts(pl->sampler, (pid_t)pe->pid, true, count_keep,
 						     pl);
-				cuda__forget(pl->cuda, (pid_t)pe->pid);
-			}
-			if (pl->py)
-				python__forget(pl->py, (pid_t)pe->pid);
+			/* samples still waiting for an index keep its state until they are out */
+			if (has_parked(pl, pe->pid) && pl->nexited < EXITED_MAX)
+				pl->exited[pl->nexited++] = (pid_t)pe->pid;
+			else
+				forget_exited(pl, (pid_t)pe->pid);
 			pl->proc_events++;
 		}
 		break;
 	case MLPROF_EV_FORK:
 		/* a new process: if its pid was used before, the cached maps are someone else's */
 		if (size >= sizeof(*pe)) {
+			err = reuse_exited(pl, pe->pid);
 			if (pl->wait.count)
-				err = flush_pid(pl, pe->pid);
+				err = flush_pid(pl, pe->pid) ?: err;
 			if (pl->py)
 				python__forget(pl->py, (pid_t)pe->pid);
 			proc_cache__on_exec(pl->procs, (pid_t)pe->pid);
@@ -1055,6 +1104,8 @@ int pipeline__poll(struct pipeline *pl, int timeout_ms)
 	n = sampler__poll(pl->sampler, timeout_ms);
 	if (pl->wait.count && !pl->sink_err)
 		pl->sink_err = retry_parked(pl, 0, 0, false);
+	if (pl->nexited && !pl->sink_err)
+		pl->sink_err = sweep_exited(pl, false);
 	pl->cpu_ns += thread_cpu_ns() - t0;
 	if (pl->sink_err)
 		return pl->sink_err;
@@ -1073,7 +1124,7 @@ int pipeline__drain(struct pipeline *pl, int timeout_ms)
 	uint64_t t0;
 	int err;
 
-	if (!pl->wait.count)
+	if (!pl->wait.count && !pl->nexited)
 		return 0;
 	/* waiting for the builder is not the consumer's CPU time */
 	symcache__wait(pl->syms, timeout_ms);
@@ -1081,12 +1132,17 @@ int pipeline__drain(struct pipeline *pl, int timeout_ms)
 	err = retry_parked(pl, 0, 0, false);
 	if (!err)
 		err = retry_parked(pl, 0, 0, true);
+	if (!err)
+		err = sweep_exited(pl, true);
 	pl->cpu_ns += thread_cpu_ns() - t0;
 	return err;
 }
 
 void pipeline__gc(struct pipeline *pl)
 {
+	/* exited processes' maps go now: what still waits for an index goes out first */
+	if (pl->nexited)
+		sweep_exited(pl, true);
 	if (pl->cuda)
 		cuda__gc(pl->cuda);
 	proc_cache__gc(pl->procs);

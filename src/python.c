@@ -386,6 +386,23 @@ int python__check(struct python *py, struct proc *p, struct mlprof_py_proc *out)
 }
 
 /* See python.h. */
+void python__warm(struct python *py, struct proc *p, const struct mlprof_py_frame *pf, uint32_t np)
+{
+	struct py_proc *e = p ? *proc_slot(py, p->pid) : NULL;
+
+	if (!np || !pf || !e || !e->python || np > MLPROF_MAX_PYFRAMES)
+		return;
+	pycode_cache__begin_sample(py->codes);
+	for (uint32_t i = 0; i < np; i++) {
+		struct pycode_frame cf;
+
+		pycode_cache__lookup(py->codes, p->pid, p->gen, &e->layout, e->code_type,
+				     pf[i].code & MLPROF_PYF_CODE_MASK, pf[i].validator,
+				     pf[i].instr, &cf);
+	}
+}
+
+/* See python.h. */
 int python__frames(struct python *py, struct proc *p, const struct mlprof_py_frame *pf, uint32_t np,
 		   uint32_t status, const struct frame *native, int n, struct frame *out, int max)
 {

@@ -66,6 +66,13 @@ void python__forget(struct python *py, pid_t pid);
 int python__frames(struct python *py, struct proc *p, const struct mlprof_py_frame *pf, uint32_t np,
 		   uint32_t status, const struct frame *native, int n, struct frame *out, int max);
 
+/*
+ * Reads and caches the code objects of the Python frames pf[0..np) of process p now (no
+ * stats counted), so that the sample can be named later, after the process has exited:
+ * for samples that wait for a native symbol index.
+ */
+void python__warm(struct python *py, struct proc *p, const struct mlprof_py_frame *pf, uint32_t np);
+
 void python__stats(const struct python *py, struct python_stats *out);
 
 #endif

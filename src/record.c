@@ -704,44 +704,6 @@ static int exit_status_of(int status)
 	return 1;
 }
 
-/*
- * The outputs are written: hands the BPF links to a child that lets them go once this
- * process has exited. Tearing down a uprobe waits for an RCU grace period under a kernel
- * mutex, one after the other (hundreds of CUDA probes took ~12 s); the child holds the last
- * references, so this process's own closes (and its exit) return at once. The child waits
- * for this process to end (EOF on a pipe only this process writes), has no terminal, its
- * standard streams on /dev/null and its own session: a pipe reading our output sees its
- * end, and nothing waits for the child. Probes fire into a ring buffer nobody reads until
- * it is done. Without fork or pipe, the teardown happens here.
- */
-static void detach_in_background(void)
-{
-	int p[2], fd;
-	pid_t pid;
-	char c;
-
-	if (pipe2(p, O_CLOEXEC))
-		return;
-	pid = fork();
-	if (pid != 0) {
-		close(p[0]); /* p[1] stays open until this process exits */
-		if (pid < 0)
-			close(p[1]);
-		return;
-	}
-	close(p[1]);
-	setsid();
-	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (fd >= 0) {
-		dup2(fd, STDIN_FILENO);
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-	}
-	while (read(p[0], &c, 1) < 0 && errno == EINTR)
-		;
-	_exit(0); /* the last references: the kernel closes every link, as slowly as it must */
-}
-
 /* Polls until the duration ends, the targets exit, or a signal arrives. */
 static int run_loop(struct record_opts *o, struct pipeline *pl, pid_t child, int *child_status)
 {
@@ -929,8 +891,6 @@ int record__main(int argc, char **argv)
 	if (write_outputs(&o, &st) != 0 || err)
 		goto cleanup;
 	ret = child > 0 ? exit_status_of(status) : 0;
-	if (cuda__any(&o.cuda))
-		detach_in_background();
 cleanup:
 	if (go_fd >= 0)
 		close(go_fd);

@@ -69,6 +69,7 @@ void sampler__detach(struct sampler_link *l);
  * links (the array itself stays the caller's).
  */
 void sampler__detach_all(struct sampler_link **links, int n);
+
 /*
  * Reads the exact CUDA call counts: cb(pid, kind, what, count) for each entry (of process
  * pid only when pid > 0; with take, those entries are deleted from the map).

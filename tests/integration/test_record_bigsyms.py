@@ -13,7 +13,8 @@ One recording with the default cache options (`-F 499`, no --symcache-bytes), th
     stack: burn_leaf <- forward_mid <- big_entry <- main <- libc start <- _start;
   - no frame of the library is left mangled or as a raw address;
   - the library's index was built once: the summary's symbols line reports no rebuild after
-    eviction and no sample emitted with raw addresses (samples may wait for the index);
+    eviction (samples may wait for the index; only the launcher's few pre-exec samples may
+    go out with raw addresses), and one index serves two processes mapping the library;
   - mlprof spent < 2000 us of CPU per sample.
 Needs root (BPF); exit 77 = skipped."""
 import os
@@ -183,7 +184,34 @@ class RecordBigSymbols(unittest.TestCase):
                              self.stderr)
         self.assertGreaterEqual(int(m["built"]), 1, m.group(0))
         self.assertEqual(int(m["rebuilt"]), 0, m.group(0))
-        self.assertEqual(int(m["raw"]), 0, m.group(0))
+        # Samples that could not wait for their index (their process exec'ed or exited
+        # first: mlprof's own launcher child calls execve while libc is being indexed) go
+        # out with raw addresses; the workload's samples in the library all wait and are
+        # named (test_demangled_names), so only a few such samples may exist.
+        self.assertLessEqual(int(m["raw"]), 3, m.group(0))
+
+    def test_two_processes_share_one_index(self):
+        # two processes mapping the library: one index, built once, names for both
+        pb = os.path.join(self.dir, "two.pb.gz")
+        cp, js = record(["-F", FREQ, "--log-level", "debug", "-o", pb],
+                        ["sh", "-c", "%s 3 & %s 3; wait" % (EXE, EXE)],
+                        timeout=RECORD_TIMEOUT)
+        self.assertEqual(len(js), 2, js)
+        big = [ln for ln in cp.stderr.splitlines()
+               if re.search(r"symcache: indexed .*: (\d+) symbols", ln) and
+               int(re.search(r": (\d+) symbols", ln).group(1)) >= MIN_FUNCS]
+        self.assertEqual(len(big), 1, "indexes of libbigsyms.so built: %s" % big)
+        prof, _ = stacks_of(pb)
+        named = {}
+        for s in prof.samples:
+            if s["labels"].get("process_name") != PROCESS or not in_library(prof, s):
+                continue
+            names = []
+            for lid in s["locs"]:
+                names += prof.frame_names(lid)
+            if main_chain_ok(names, CHAIN):
+                named[s["labels"]["pid"]] = named.get(s["labels"]["pid"], 0) + s["values"][0]
+        self.assertEqual(len(named), 2, "full named chains by pid: %s" % named)
 
     def test_cpu_per_sample(self):
         m = self.summary()
