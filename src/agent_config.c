@@ -131,7 +131,9 @@ static const struct opt opts[] = {
 	       "file and line of native frames from DWARF (libdw holds each debug file's "
 	       "decompressed sections while in use: tens of MB per large library)",
 	       0),
-	O_BYTES("symcache-bytes", symcache_bytes, "64M", "memory bound of the symbol tables",
+	O_BYTES("symcache-bytes", symcache_bytes, "64M",
+		"memory bound of the symbol indexes (12 bytes a function; a PyTorch process "
+		"needs ~10 MiB)",
 		1 << 20, (uint64_t)16 << 30),
 	O_UINT("max-procs", max_procs, "4096", "N", "bound on cached processes", 0, 16, 1 << 20),
 	/* selection */
