@@ -72,6 +72,15 @@ struct sample {
 	uint32_t hash;
 };
 
+/* Mapping ids remembered by the address of the caller's frame_mapping (direct-mapped). */
+#define MAP_MEMO_SLOTS 64
+
+struct map_memo {
+	const struct frame_mapping *fm;
+	uint64_t start, limit, file_offset;
+	uint32_t id;
+};
+
 struct profile {
 	struct profile_config cfg;
 	int n_types;
@@ -85,6 +94,7 @@ struct profile {
 
 	struct mapping *maps;
 	uint32_t n_maps, cap_maps;
+	struct map_memo map_memo[MAP_MEMO_SLOTS]; /* mapping ids by the caller's struct */
 	struct htab map_idx;
 
 	struct function *funcs;
@@ -262,7 +272,7 @@ static const char *intern(struct profile *p, const char *s, bool insert)
 
 	if (!s)
 		s = "";
-	h = fold32(hash__str(s));
+	h = fold32(hash__str_words(s, &len));
 	idx = htab_find(&p->str_idx, p, h, str_eq, s);
 	if (idx)
 		return p->strs[idx - 1];
@@ -270,7 +280,7 @@ static const char *intern(struct profile *p, const char *s, bool insert)
 		return NULL;
 	if (htab_reserve(&p->str_idx) || GROW(p->strs, p->cap_strs, p->n_strs + 1))
 		return NULL;
-	len = strlen(s) + 1;
+	len++;
 	copy = arena_alloc(p, len);
 	if (!copy)
 		return NULL;
@@ -306,7 +316,21 @@ static uint32_t map_get(struct profile *p, const struct frame_mapping *fm, bool 
 		.limit = fm->limit,
 		.file_offset = fm->file_offset,
 	};
+	struct map_memo *mm = &p->map_memo[((uintptr_t)fm >> 4) % MAP_MEMO_SLOTS];
 	uint32_t h, id;
+
+	/*
+	 * The frames of one mapping come again and again: its id is remembered by the caller's
+	 * struct, checked against the mapping's values (the struct may have been reused).
+	 */
+	if (mm->fm == fm && mm->id && mm->start == fm->start && mm->limit == fm->limit &&
+	    mm->file_offset == fm->file_offset) {
+		const struct mapping *x = &p->maps[mm->id - 1];
+
+		if (!strcmp(x->file, fm->file ? fm->file : "") &&
+		    !strcmp(x->build_id, fm->build_id ? fm->build_id : ""))
+			return mm->id;
+	}
 
 	m.file = intern(p, fm->file, insert);
 	m.build_id = intern(p, fm->build_id, insert);
@@ -317,15 +341,18 @@ static uint32_t map_get(struct profile *p, const struct frame_mapping *fm, bool 
 	}
 	h = map_hash(&m);
 	id = htab_find(&p->map_idx, p, h, map_eq, &m);
-	if (id || !insert)
-		return id;
-	if (htab_reserve(&p->map_idx) || GROW(p->maps, p->cap_maps, p->n_maps + 1)) {
-		*err = -ENOMEM;
-		return 0;
+	if (!id && insert) {
+		if (htab_reserve(&p->map_idx) || GROW(p->maps, p->cap_maps, p->n_maps + 1)) {
+			*err = -ENOMEM;
+			return 0;
+		}
+		p->maps[p->n_maps++] = m;
+		htab_insert(&p->map_idx, h, p->n_maps);
+		id = p->n_maps;
 	}
-	p->maps[p->n_maps++] = m;
-	htab_insert(&p->map_idx, h, p->n_maps);
-	return p->n_maps;
+	if (id)
+		*mm = (struct map_memo){fm, fm->start, fm->limit, fm->file_offset, id};
+	return id;
 }
 
 /* ---- functions ---- */
