@@ -67,3 +67,16 @@ def wait_gone(pid):
 stats = bpf(32, struct.pack("I", 0))  # BPF_ENABLE_STATS(BPF_STATS_RUN_TIME)
 PY
 }
+
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+# quiet [NAME]: waits (up to QUIET_WAIT s, default 10) until the host used < 0.1 CPU over
+# 1 s, so that runs do not overlap with other work; the CPU of other processes during each
+# run is reported anyway.
+quiet() {
+	local t0=$SECONDS b0 b1
+	while [ $((SECONDS - t0)) -lt "${QUIET_WAIT:-10}" ]; do
+		b0=$(busy); sleep 1; b1=$(busy)
+		[ $((b1 - b0)) -lt $(($(getconf CLK_TCK) / 10)) ] && return 0
+	done
+	echo "${1:-bench}: host still busy after ${QUIET_WAIT:-10} s; running anyway" >&2
+}

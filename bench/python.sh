@@ -71,19 +71,6 @@ print(*info(fd))
 PY
 } >"$OUT/bpfstats.py"
 
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
-# quiet: wait (up to QUIET_WAIT s, default 10) until the host used < 0.1 CPU over 1 s, so
-# that runs do not overlap with other work; the CPU of other processes during each run is
-# reported anyway.
-quiet() {
-	local t0=$SECONDS b0 b1
-	while [ $((SECONDS - t0)) -lt "${QUIET_WAIT:-10}" ]; do
-		b0=$(busy); sleep 1; b1=$(busy)
-		[ $((b1 - b0)) -lt $(($(getconf CLK_TCK) / 10)) ] && return 0
-	done
-	echo "bench/python.sh: host still busy after ${QUIET_WAIT:-10} s; running anyway" >&2
-}
-
 # cpu_watch PID FILE: the process's own user+sys CPU ticks (its threads, not its children),
 # polled every 0.1 s until it exits; the last reading stays in FILE.
 cpu_watch() {
@@ -102,7 +89,7 @@ run() {
 	local c=$1 i=$2 f="$D/$1.$2" b0 b1 p w
 	local wl=("$PY" bench/pywork.py "$EPOCHS" "$SORTS") nc=(nice -n "$NICE")
 	echo 0 >"$f.cpu"
-	quiet
+	quiet bench/python.sh
 	b0=$(busy)
 	case $c in
 	base) "${nc[@]}" "${wl[@]}" >"$f.out" 2>"$f.log" & ;;
@@ -132,7 +119,7 @@ for PY in $PYTHONS; do
 	mkdir -p "$D"
 	echo "$PY" >"$D/python"
 	# Calibrate: per-epoch and per-sort CPU seconds (best of two short runs).
-	quiet
+	quiet bench/python.sh
 	read -r EPOCHS SORTS < <(for k in 1 2; do nice -n "$NICE" "$PY" bench/pywork.py 6 3; done |
 		"$PY" -c '
 import json, sys
@@ -153,7 +140,7 @@ t = float(sys.argv[1]); print(max(1, round(t / e)), max(1, round(t / s)))' "$TAR
 		nice -n "$NICE" python3 "$OUT/bpfstats.py" "$D/$c.pid" "$D/$c.ready" >"$D/$c.bpf" &
 		s=$!
 		while [ ! -e "$D/$c.ready" ] && kill -0 $s 2>/dev/null; do sleep 0.05; done
-		quiet
+		quiet bench/python.sh
 		nice -n "$NICE" "$MLPROF" record -F 99 "${opt[@]}" -o "$D/$c.bpf.pb.gz" -- \
 			"$PY" bench/pywork.py "$EPOCHS" "$SORTS" >"$D/$c.bpf.out" 2>"$D/$c.bpf.log" &
 		m=$!

@@ -177,17 +177,8 @@ with open(out, "w", buffering=1) as f:
         time.sleep(0.5)
 PY
 
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
-# quiet: wait (up to QUIET_WAIT s) until the host used < 0.1 CPU over 1 s; the CPU other
-# processes used during each window is reported anyway.
-quiet() {
-	local t0=$SECONDS b0 b1
-	while [ $((SECONDS - t0)) -lt "${QUIET_WAIT:-30}" ]; do
-		b0=$(busy); sleep 1; b1=$(busy)
-		[ $((b1 - b0)) -lt $(($(getconf CLK_TCK) / 10)) ] && return 0
-	done
-	echo "bench/torch.sh: host still busy after ${QUIET_WAIT:-30} s; running anyway" >&2
-}
+# quiet (bench/lib.sh) waits up to QUIET_WAIT (here 30 s by default) for an idle host
+QUIET_WAIT=${QUIET_WAIT:-30}
 
 # wait_exit PID LOOP_PID GRACE_S LIMIT_S DIR: waits until profiler PID exits. Past GRACE_S
 # the loop is stopped (DIR/t_loop_stop: today's mlprof does not return from its ring-buffer
@@ -220,7 +211,7 @@ wait_exit() {
 run() {
 	local c=$1 d="$OUT/$1" lp pp=0 mp sp t0 t1 i
 	mkdir -p "$d"
-	quiet
+	quiet bench/torch.sh
 	nice -n "$NICE" "$TORCH_PY" bench/torchloop.py $((SETTLE + DUR + PROF_TIMEOUT + 300)) $WARM \
 		>"$d/loop.out" 2>"$d/loop.err" &
 	lp=$!

@@ -78,6 +78,6 @@ for m in mlprof_samples_total mlprof_symcache_builds_total mlprof_symcache_rebui
 	mlprof_symcache_bytes mlprof_symcache_build_cpu_seconds_total; do
 	echo "| $m | $(metric $m) |"
 done
-grep '^mlprof_samples_dropped_total' "$dir/metrics.txt" | sed 's/^/| /; s/$/ |/' || true
-grep '^mlprof_symbol_wait_samples_total' "$dir/metrics.txt" | sed 's/^/| /; s/$/ |/' || true
+grep '^mlprof_samples_dropped_total' "$dir/metrics.txt" | sed 's/^\(.*\) \([^ ]*\)$/| \1 | \2 |/' || true
+grep '^mlprof_symbol_wait_samples_total' "$dir/metrics.txt" | sed 's/^\(.*\) \([^ ]*\)$/| \1 | \2 |/' || true
 echo "bench/torch_agent.sh: outputs in $dir"

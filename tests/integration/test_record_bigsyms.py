@@ -91,6 +91,20 @@ def in_library(prof, sample):
     return False
 
 
+def library_samples(prof):
+    """(names leaf first, value, labels) of every sample of bigsyms_main with a frame in
+    the library."""
+    out = []
+    for s in prof.samples:
+        if s["labels"].get("process_name") != PROCESS or not in_library(prof, s):
+            continue
+        names = []
+        for lid in s["locs"]:
+            names += prof.frame_names(lid)
+        out.append((names, s["values"][0], s["labels"]))
+    return out
+
+
 class RecordBigSymbols(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -116,14 +130,7 @@ class RecordBigSymbols(unittest.TestCase):
         prof, _ = stacks_of(cls.pb)
         cls.prof = prof
         # The workload's samples: every sample of bigsyms_main with a frame in the library.
-        cls.group = []
-        for s in prof.samples:
-            if s["labels"].get("process_name") != PROCESS or not in_library(prof, s):
-                continue
-            names = []
-            for lid in s["locs"]:
-                names += prof.frame_names(lid)
-            cls.group.append((names, s["values"][0]))
+        cls.group = [(names, v) for names, v, _ in library_samples(prof)]
         cls.total = sum(v for _, v in cls.group)
 
     def setUp(self):
@@ -203,14 +210,9 @@ class RecordBigSymbols(unittest.TestCase):
         self.assertEqual(len(big), 1, "indexes of libbigsyms.so built: %s" % big)
         prof, _ = stacks_of(pb)
         named = {}
-        for s in prof.samples:
-            if s["labels"].get("process_name") != PROCESS or not in_library(prof, s):
-                continue
-            names = []
-            for lid in s["locs"]:
-                names += prof.frame_names(lid)
+        for names, v, labels in library_samples(prof):
             if main_chain_ok(names, CHAIN):
-                named[s["labels"]["pid"]] = named.get(s["labels"]["pid"], 0) + s["values"][0]
+                named[labels["pid"]] = named.get(labels["pid"], 0) + v
         self.assertEqual(len(named), 2, "full named chains by pid: %s" % named)
 
     def test_cpu_per_sample(self):
