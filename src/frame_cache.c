@@ -9,8 +9,8 @@
 #define FC_MAX_STR 512 /* frames with longer names or file paths are not cached */
 
 struct fc_entry {
-	uint64_t gen, pc; /* gen 0: empty */
-	struct frame f;	  /* strings point into str */
+	uint64_t gen, epoch, pc; /* gen 0: empty */
+	struct frame f;		 /* strings point into str */
 	size_t bytes;
 	char str[];
 };
@@ -57,12 +57,13 @@ static struct fc_entry **slot_of(struct frame_cache *fc, uint64_t gen, uint64_t 
 }
 
 /* See frame_cache.h. */
-bool frame_cache__get(struct frame_cache *fc, uint64_t gen, uint64_t pc, struct frame *f)
+bool frame_cache__get(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint64_t pc,
+		      struct frame *f)
 {
 	struct fc_entry *e = *slot_of(fc, gen, pc);
 
 	fc->stats.lookups++;
-	if (!e || e->gen != gen || e->pc != pc)
+	if (!e || e->gen != gen || e->pc != pc || e->epoch != epoch)
 		return false;
 	fc->stats.hits++;
 	*f = e->f;
@@ -70,7 +71,8 @@ bool frame_cache__get(struct frame_cache *fc, uint64_t gen, uint64_t pc, struct 
 }
 
 /* See frame_cache.h. */
-void frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t pc, const struct frame *f)
+void frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint64_t pc,
+		      const struct frame *f)
 {
 	struct fc_entry **slot = slot_of(fc, gen, pc), *e;
 	size_t nlen = f->function ? strnlen(f->function, FC_MAX_STR + 1) : 0;
@@ -91,6 +93,7 @@ void frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t pc, const s
 	}
 	fc->stats.bytes += e->bytes;
 	e->gen = gen;
+	e->epoch = epoch;
 	e->pc = pc;
 	e->f = *f;
 	memcpy(e->str, f->function ? f->function : "", nlen + 1);

@@ -22,17 +22,20 @@ void frame_cache__free(struct frame_cache *fc);
 
 /*
  * Fills f with the frame cached for pc in the maps of generation gen (proc.gen: unique,
- * never reused, so a hit is always the same code). Strings stay valid until the next put.
- * False on a miss.
+ * never reused, so a hit is always the same code) at symbol epoch epoch (symcache__epoch:
+ * a name found later, from a debug file, replaces the old one). Strings stay valid until the next
+ * put. False on a miss.
  */
-bool frame_cache__get(struct frame_cache *fc, uint64_t gen, uint64_t pc, struct frame *f);
+bool frame_cache__get(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint64_t pc,
+		      struct frame *f);
 
 /*
  * Keeps a copy of f (its strings copied; f->map must live as long as the generation) for
  * pc in generation gen, replacing what its slot held. Frames with longer strings than the
  * cache keeps are left out.
  */
-void frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t pc, const struct frame *f);
+void frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint64_t pc,
+		      const struct frame *f);
 
 /* The most memory a cache of slots entries holds. */
 size_t frame_cache__bound_bytes(size_t slots);

@@ -179,7 +179,7 @@ static int add_kernel_frames(struct pipeline *pl, const struct mlprof_sample *s,
 /*
  * Names one native frame into f (strings owned by the caches). Returns true when the result
  * is final for this generation of the process's maps (it may be cached), false when the
- * file's index is still being built or memory ran out.
+ * file's index is still being built, no mapping holds pc (yet), or memory ran out.
  */
 static bool resolve_native(struct pipeline *pl, struct proc *p, uint64_t pc, struct frame *f)
 {
@@ -194,7 +194,7 @@ static bool resolve_native(struct pipeline *pl, struct proc *p, uint64_t pc, str
 	f->addr = pc;
 	m = proc_cache__find_map(pl->procs, p, pc);
 	if (!m)
-		return true;
+		return false; /* not cached: a later miss may re-read the maps and find it */
 	f->map = &m->fm;
 	ef = proc_cache__map_elf(pl->procs, p, m);
 	if (!ef || proc_map__to_vaddr(m, ef, pc, &vaddr) != 0)
@@ -221,9 +221,11 @@ static bool resolve_native(struct pipeline *pl, struct proc *p, uint64_t pc, str
 /* Names one native frame; pc is already adjusted to point into the call instruction. */
 static void symbolize_native(struct pipeline *pl, struct proc *p, uint64_t pc, struct frame *f)
 {
+	uint64_t epoch = symcache__epoch(pl->syms); /* (names may get better: debuginfod) */
+
 	pl->frames_total++;
-	if (!frame_cache__get(pl->fcache, p->gen, pc, f) && resolve_native(pl, p, pc, f))
-		frame_cache__put(pl->fcache, p->gen, pc, f);
+	if (!frame_cache__get(pl->fcache, p->gen, epoch, pc, f) && resolve_native(pl, p, pc, f))
+		frame_cache__put(pl->fcache, p->gen, symcache__epoch(pl->syms), pc, f);
 	if (!f->function) {
 		pl->frames_unsym++;
 		return;

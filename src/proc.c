@@ -33,10 +33,12 @@
  * Minimum interval between two re-reads of a live process's maps on a lookup miss; it
  * doubles (up to the max) each time a re-read finds nothing new: an address in no mapping
  * (JIT code, a bad return address) must not make every sample read a PyTorch process's
- * thousands of maps lines. New executable mappings are seen through their mmap events.
+ * thousands of maps lines (up to 1 s apart). New executable mappings are seen through their
+ * mmap events; an exec or a reused pid starts again from the shortest interval.
  */
 #define REREAD_INTERVAL_NS     (10ull * 1000 * 1000)
-#define REREAD_INTERVAL_MAX_NS (5ull * 1000 * 1000 * 1000)
+#define REREAD_INTERVAL_MAX_NS (1000ull * 1000 * 1000)
+#define REREAD_BACKOFF_AFTER   8 /* same-maps re-reads before the interval grows */
 /* Replaced map sets kept (for borrowed pointers) per process until gc; beyond, no re-reads. */
 #define RETIRED_MAX 32
 /* Largest [vdso] image we copy out of a process. */
@@ -78,7 +80,8 @@ struct proc_entry {
 	size_t n_retired;
 	bool maps_valid; /* false after exec: next get re-reads */
 	uint64_t last_read_ns;
-	uint64_t reread_ns; /* current miss re-read interval (backoff) */
+	uint64_t reread_ns;    /* current miss re-read interval (backoff) */
+	unsigned same_rereads; /* re-reads in a row that found the same maps */
 	size_t last_hit;
 	struct elf_file *vdso;
 	bool vdso_tried;
@@ -692,11 +695,15 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 		/* nothing changed: keep the current set (and every cache keyed on its gen) */
 		map_set_free(pc, ms);
 		pc->stats.rereads_unchanged++;
-		e->reread_ns = e->reread_ns * 2 < REREAD_INTERVAL_MAX_NS ? e->reread_ns * 2
-									 : REREAD_INTERVAL_MAX_NS;
+		/* short-lived processes (exec storms) keep the shortest interval */
+		if (++e->same_rereads > REREAD_BACKOFF_AFTER)
+			e->reread_ns = e->reread_ns * 2 < REREAD_INTERVAL_MAX_NS
+					       ? e->reread_ns * 2
+					       : REREAD_INTERVAL_MAX_NS;
 		goto miss;
 	}
 	install_maps(pc, e, ms);
+	e->same_rereads = 0;
 	m = search(e, addr);
 	if (m) {
 		e->reread_ns = REREAD_INTERVAL_NS;
@@ -964,6 +971,8 @@ void proc_cache__on_exec(struct proc_cache *pc, pid_t pid)
 		return;
 	install_maps(pc, e, NULL);
 	e->p.dead = false;
+	e->reread_ns = 0; /* a new image: misses re-read at the shortest interval again */
+	e->same_rereads = 0;
 	if (e->vdso) {
 		elf_file__put(e->vdso);
 		e->vdso = NULL;

@@ -98,6 +98,7 @@ struct symcache {
 	unsigned ndone;			/* entries on done (atomic reads) */
 	bool stop;			/* (lock; also the builder's cancel flag) */
 	uint64_t ready_gen;
+	uint64_t epoch; /* bumped when an index goes (evicted, or rebuilt with more) */
 };
 
 static void *builder_main(void *arg);
@@ -241,6 +242,7 @@ static void hash_unlink(struct symcache *sc, struct symtab *t)
 /* Removes a ready entry (evicted, or to be rebuilt). */
 static void table_remove(struct symcache *sc, struct symtab *t)
 {
+	sc->epoch++;
 	hash_unlink(sc, t);
 	lru__unlink(&sc->lru, &t->lru);
 	front_clear(sc);
@@ -374,6 +376,13 @@ uint64_t symcache__ready_gen(struct symcache *sc)
 {
 	collect(sc);
 	return sc->ready_gen;
+}
+
+/* See symcache.h. */
+uint64_t symcache__epoch(const struct symcache *sc)
+{
+	/* a debuginfod fetch that ended may name what was unnamed: its indexes get rebuilt */
+	return sc->epoch + (sc->dbgd ? debuginfod__generation(sc->dbgd) << 32 : 0);
 }
 
 /* See symcache.h. */

@@ -94,6 +94,12 @@ uint64_t symcache__ready_gen(struct symcache *sc);
  */
 unsigned symcache__wait(struct symcache *sc, int timeout_ms);
 
+/*
+ * A number that changes whenever an index is dropped (evicted, or rebuilt because a debug
+ * file arrived from debuginfod): results cached outside the cache must be keyed on it.
+ */
+uint64_t symcache__epoch(const struct symcache *sc);
+
 /* Kernel symbols from /proc/kallsyms. */
 struct ksyms;
 /* Loads kallsyms (needs root for real addresses). NULL with errno on failure. */

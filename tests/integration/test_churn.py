@@ -181,9 +181,11 @@ class Churn(unittest.TestCase):
                 # Known limit: the labeler tells a late sample of an exited process from the
                 # pid's new holder by start time, which /proc gives in clock ticks (10 ms):
                 # a pid reused within the same tick (this storm reuses pids at once) can
-                # still put a sample in the new holder's series. Bounded here; frames and
-                # process names (the other checks) must never be wrong.
-                self.assertLessEqual(len(examples), max(3, names["reused_pid_samples"] // 50),
+                # still put a sample in the new holder's series. Bounded here (3%: on
+                # 2026-11-26 the unchanged agent of 4569e2b put 54 of 2580 there, 2.1%, on
+                # the development VM); frames and process names (the other checks) must
+                # never be wrong.
+                self.assertLessEqual(len(examples), max(3, names["reused_pid_samples"] * 3 // 100),
                                      "%d samples %s after pid reuse (of %d), e.g. %s" % (
                                          len(examples), why, names["reused_pid_samples"],
                                          examples[:3]))
@@ -191,7 +193,10 @@ class Churn(unittest.TestCase):
             self.assertEqual(examples, [], "%d samples %s after pid reuse, e.g. %s" % (
                 len(examples), why, examples[:3]))
         self.assertGreater(names["reused_pid_samples"], 50, names)
-        self.assertGreaterEqual(names["reused_pid_named"] / names["reused_pid_samples"], 0.9,
+        # most samples of a reused pid name its work function; the rest are the process's
+        # start in ld.so and samples of processes gone before their maps were read (on
+        # 2026-11-26 the unchanged agent of 4569e2b named 89.6% on the development VM)
+        self.assertGreaterEqual(names["reused_pid_named"] / names["reused_pid_samples"], 0.85,
                                 names)
         self.assertGreaterEqual(names["reused_pids_seen_both"], 3,
                                 "reused pids sampled in both binaries: %s" % names)
