@@ -789,12 +789,12 @@ static int find_gnu_hash(const struct elf_file *ef, const char *name, bool func,
 	shift = load_u32(gh.data + 12);
 	need = 16 + (uint64_t)bloom_n * 8 + (uint64_t)nbuckets * 4;
 	nsyms = sym.size / sizeof(Elf64_Sym);
-	if (!nbuckets || !bloom_n || need > gh.size || symoff > nsyms)
+	if (!nbuckets || !bloom_n || shift >= 32 || need > gh.size || symoff > nsyms)
 		return -ENOTSUP;
 	for (const char *c = name; *c; c++)
 		h = h * 33 + (uint8_t)*c;
 	memcpy(&bloom, gh.data + 16 + (uint64_t)((h / 64) % bloom_n) * 8, 8);
-	if (!((bloom >> (h % 64)) & (bloom >> ((h >> (shift & 63)) % 64)) & 1))
+	if (!((bloom >> (h % 64)) & (bloom >> ((h >> shift) % 64)) & 1))
 		return -ENOENT;
 	buckets = gh.data + 16 + (uint64_t)bloom_n * 8;
 	chain = buckets + (uint64_t)nbuckets * 4;
