@@ -178,37 +178,14 @@ static void names_clear_pid(struct cuda *c, pid_t pid)
 	}
 }
 
-/* Detaches every library's probes in one parallel sweep (see sampler__detach_all). */
-static void detach_every_lib(struct cuda *c)
-{
-	struct sampler_link **all = malloc(sizeof(*all) * MAX_LIBS * MAX_PROBES);
-	int n = 0;
-
-	for (int i = 0; i < MAX_LIBS; i++) {
-		struct lib *l = &c->libs[i];
-
-		if (!l->used)
-			continue;
-		if (!all) {
-			lib_detach(c, l); /* no memory for the list: one library at a time */
-			continue;
-		}
-		memcpy(all + n, l->links, (size_t)l->nlinks * sizeof(*all));
-		n += l->nlinks;
-		l->nlinks = 0;
-		lib_detach(c, l);
-	}
-	if (all)
-		sampler__detach_all(all, n);
-	free(all);
-}
-
 /* See cuda.h. */
 void cuda__free(struct cuda *c)
 {
 	if (!c)
 		return;
-	detach_every_lib(c);
+	for (int i = 0; i < MAX_LIBS; i++)
+		if (c->libs[i].used)
+			lib_detach(c, &c->libs[i]);
 	for (int i = 0; i < c->nresults; i++)
 		free(c->results[i]);
 	for (size_t b = 0; b < PROC_BUCKETS; b++) {

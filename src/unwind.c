@@ -649,16 +649,6 @@ static const struct cfi_rule *rule_get(struct unwinder *u, const struct unwind_t
 	return &rs->r;
 }
 
-/* The 8-byte word at addr of the copied stack; false outside it. */
-static bool copy_word(const struct uw_call *call, uint64_t addr, uint64_t *v)
-{
-	if (addr < call->stack_lo || addr - call->stack_lo > call->stack_len ||
-	    call->stack_len - (addr - call->stack_lo) < 8)
-		return false;
-	memcpy(v, call->s->ustack + (addr - call->stack_lo), 8);
-	return true;
-}
-
 /*
  * Steps from the frame at r (already in pcs; interrupted: the sampled frame, whose pc is
  * not a return address) with cached CFI rules for as long as every frame has a simple one.
@@ -668,6 +658,7 @@ static bool copy_word(const struct uw_call *call, uint64_t addr, uint64_t *v)
 static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupted, uint64_t *pcs,
 			int *n, int max, enum unwind_end *end)
 {
+	const struct fp_stack stack = {call->stack_lo, call->s->ustack, call->stack_len};
 	struct unwinder *u = call->u;
 
 	for (;;) {
@@ -686,9 +677,9 @@ static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupte
 		if (rule->kind != CFI_RULE)
 			return false;
 		cfa = (rule->cfa_rbp ? r->bp : r->sp) + (uint64_t)(int64_t)rule->cfa_off;
-		if (cfa <= r->sp || !copy_word(call, cfa - 8, &ra) ||
+		if (cfa <= r->sp || !fp_stack__word(&stack, cfa - 8, &ra) ||
 		    (rule->rbp_saved &&
-		     !copy_word(call, cfa + (uint64_t)(int64_t)rule->rbp_off, &bp)))
+		     !fp_stack__word(&stack, cfa + (uint64_t)(int64_t)rule->rbp_off, &bp)))
 			return false;
 		u->stats.fast_frames++;
 		if (!ra) {

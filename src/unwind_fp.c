@@ -53,15 +53,6 @@ static struct gopclntab *go_table(struct unwind_fp *fp, struct elf_file *ef)
 	return s->go;
 }
 
-/* The 8-byte word at addr of the copied stack. */
-static bool stack_word(const struct fp_stack *st, uint64_t addr, uint64_t *v)
-{
-	if (addr < st->lo || addr - st->lo > st->len || st->len - (addr - st->lo) < 8)
-		return false;
-	memcpy(v, st->data + (addr - st->lo), 8);
-	return true;
-}
-
 /* Follows rbp: [rbp] is the caller's rbp, [rbp + 8] the return address. */
 static enum unwind_fp_step bp_step(const struct fp_stack *st, fp_code_ok_cb code_ok, void *ctx,
 				   struct fp_regs *r)
@@ -73,7 +64,7 @@ static enum unwind_fp_step bp_step(const struct fp_stack *st, fp_code_ok_cb code
 	/* above the frame's sp: callers' frames only ever lie higher on the stack */
 	if ((bp & 7) || bp < r->sp)
 		return UNWIND_FP_STEP_BAD;
-	if (!stack_word(st, bp, &next_bp) || !stack_word(st, bp + 8, &ret))
+	if (!fp_stack__word(st, bp, &next_bp) || !fp_stack__word(st, bp + 8, &ret))
 		return UNWIND_FP_STEP_OUTSIDE;
 	if (!ret)
 		return UNWIND_FP_STEP_END;
@@ -103,7 +94,7 @@ static enum unwind_fp_step go_step(struct unwind_fp *fp, const struct fp_stack *
 		return UNWIND_FP_STEP_BAD;
 	if (delta >= 8 && r->bp == r->sp + delta - 8)
 		return UNWIND_FP_STEP_BAD;
-	if (!stack_word(st, r->sp + delta, &ret) || !ret || !code_ok(ctx, ret))
+	if (!fp_stack__word(st, r->sp + delta, &ret) || !ret || !code_ok(ctx, ret))
 		return UNWIND_FP_STEP_BAD;
 	r->ip = ret;
 	r->sp += delta + 8;
@@ -168,7 +159,7 @@ bool unwind_fp__scan(const struct fp_stack *st, uint64_t max_bytes, fp_ra_ok_cb 
 	for (; addr - r->sp < max_bytes; addr += 8) {
 		uint64_t w;
 
-		if (!stack_word(st, addr, &w))
+		if (!fp_stack__word(st, addr, &w))
 			return false;
 		if (w > 4096 && ra_ok(ctx, w)) {
 			r->ip = w;

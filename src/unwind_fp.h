@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 struct elf_file;
 struct unwind_fp;
@@ -20,6 +21,15 @@ struct fp_stack {
 	const uint8_t *data;
 	uint64_t len;
 };
+
+/* The 8-byte word at addr of the copied stack; false outside it. */
+static inline bool fp_stack__word(const struct fp_stack *st, uint64_t addr, uint64_t *v)
+{
+	if (addr < st->lo || addr - st->lo > st->len || st->len - (addr - st->lo) < 8)
+		return false;
+	memcpy(v, st->data + (addr - st->lo), 8);
+	return true;
+}
 
 /* The code a frame runs: its ELF file and load bias (runtime = vaddr + bias), or ef NULL. */
 struct fp_code {
