@@ -46,13 +46,13 @@ struct done_count {
 #define PIPELINE_MAX_PROCS	4096
 #define PIPELINE_SYMCACHE_BYTES (32u << 20)
 #define MEM_MAX_STACK_BYTES	(16u << 20)
+/* Named frames kept by (maps generation, pc). */
+#define FRAME_CACHE_SLOTS 4096
 /*
  * Samples waiting for a symbol index being built (a library seen for the first time): at
  * most this many, this many bytes, this long; beyond, the oldest go out with the frames of
  * files still being indexed unnamed (mapping + address, counted).
  */
-/* Named frames kept by (maps generation, pc). */
-#define FRAME_CACHE_SLOTS  4096
 #define SYMWAIT_MAX	   65536
 #define SYMWAIT_MAX_BYTES  (8u << 20)
 #define SYMWAIT_MAX_AGE_NS (5ull * 1000 * 1000 * 1000)
@@ -332,7 +332,6 @@ static void kernel_frame(struct pipeline *pl, struct proc *p, const struct mlpro
 		pl->cur_proc = NULL;
 		return;
 	}
-	f->kind = FRAME_CUDA_KERNEL;
 	f->function = arena_copy(pl, cuda__kernel_name(pl->cuda, (pid_t)s->pid, s->aux[0],
 						       (uint32_t)s->aux[1], fn_name, name_addr, pl,
 						       pl->kname, sizeof(pl->kname)));
@@ -625,8 +624,12 @@ static const char *count_name(struct pipeline *pl, uint32_t pid, uint32_t kind, 
 	if (kind == MLPROF_SK_CUDA_LAUNCH && pl->cuda) {
 		struct proc *p = proc_cache__get(pl->procs, (pid_t)pid);
 		struct mlprof_sample s = {.pid = pid, .kind = kind};
+		bool force = pl->force_emit;
 		struct frame f;
 
+		/* a count is named now, never parked (sym_missing is a sample's, not ours) */
+		pl->sym_missing = false;
+		pl->force_emit = true;
 		/* a host stub symbolizes as an address of the process; else a handle */
 		s.aux[0] = what;
 		s.aux[1] = MLPROF_CUDA_DRIVER;
@@ -638,6 +641,7 @@ static const char *count_name(struct pipeline *pl, uint32_t pid, uint32_t kind, 
 		pl->names_used = 0;
 		kernel_frame(pl, p, &s, &f);
 		name = f.function;
+		pl->force_emit = force;
 	}
 	return name;
 }
