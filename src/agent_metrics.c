@@ -243,9 +243,9 @@ static void collect(struct metrics *m, void *ctx)
 	}
 	metrics__set(m, id[M_FRAMES], NULL, NULL, (double)ps.frames_total, 0);
 	metrics__set(m, id[M_FRAMES_UNSYM], NULL, NULL, (double)ps.frames_unsymbolized, 0);
-	metrics__set(m, id[M_SYM_BYTES], NULL, NULL, (double)ps.symcache_bytes, 0);
-	metrics__set(m, id[M_SYM_TABLES], NULL, NULL, (double)ps.symcache_tables, 0);
-	metrics__set(m, id[M_SYM_EVICT], NULL, NULL, (double)ps.symcache_evictions, 0);
+	metrics__set(m, id[M_SYM_BYTES], NULL, NULL, (double)ps.sym.bytes, 0);
+	metrics__set(m, id[M_SYM_TABLES], NULL, NULL, (double)ps.sym.tables, 0);
+	metrics__set(m, id[M_SYM_EVICT], NULL, NULL, (double)ps.sym.evictions, 0);
 	metrics__set(m, id[M_SYM_BUILDS], NULL, NULL, (double)ps.sym.builds, 0);
 	metrics__set(m, id[M_SYM_REBUILDS], NULL, NULL, (double)ps.sym.rebuilds, 0);
 	metrics__set(m, id[M_SYM_BUILD_CPU], NULL, NULL, (double)ps.sym.build_cpu_ns / 1e9, 0);

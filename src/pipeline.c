@@ -1172,9 +1172,6 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	out->proc_events = pl->proc_events;
 	out->cpu_ns = pl->cpu_ns;
 	symcache__stats(pl->syms, &ss);
-	out->symcache_bytes = ss.bytes;
-	out->symcache_tables = ss.tables;
-	out->symcache_evictions = ss.evictions;
 	out->sym = ss;
 	out->symwait_parked = pl->wait_parked;
 	out->symwait_now = pl->wait.count;

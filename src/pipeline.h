@@ -95,9 +95,8 @@ struct pipeline_stats {
 	uint64_t frames_unsymbolized;
 	uint64_t frames_total;
 	uint64_t proc_events;
-	uint64_t cpu_ns; /* user-space CPU time spent processing records */
-	uint64_t symcache_bytes, symcache_tables, symcache_evictions;
-	struct symcache_stats sym; /* the symbol indexes in full */
+	uint64_t cpu_ns;	   /* user-space CPU time spent processing records */
+	struct symcache_stats sym; /* the symbol indexes */
 	/* samples that waited for a symbol index being built (a file seen the first time) */
 	uint64_t symwait_parked;	 /* samples that waited */
 	uint64_t symwait_now;		 /* ... waiting now */
