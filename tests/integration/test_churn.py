@@ -193,11 +193,14 @@ class Churn(unittest.TestCase):
             self.assertEqual(examples, [], "%d samples %s after pid reuse, e.g. %s" % (
                 len(examples), why, examples[:3]))
         self.assertGreater(names["reused_pid_samples"], 50, names)
-        # most samples of a reused pid name its work function; the rest are the process's
-        # start in ld.so and samples of processes gone before their maps were read (on
-        # 2026-11-26 the unchanged agent of 4569e2b named 89.6% on the development VM)
-        self.assertGreaterEqual(names["reused_pid_named"] / names["reused_pid_samples"], 0.85,
+        # A reused pid's samples name its work function (40 ms of CPU), or are the
+        # process's start (exec, ld.so: CPUID in init_cpu_features alone takes 2-8 ms on
+        # a VM, so that share varies by host: 8-15% on the development VM); few are lost
+        # (the process gone before its maps were read, or a binary's raw addresses).
+        self.assertGreaterEqual(names["reused_pid_named"] / names["reused_pid_samples"], 0.70,
                                 names)
+        self.assertLessEqual(names["reused_pid_lost"] / names["reused_pid_samples"], 0.03,
+                             names)
         self.assertGreaterEqual(names["reused_pids_seen_both"], 3,
                                 "reused pids sampled in both binaries: %s" % names)
 
@@ -235,7 +238,8 @@ class Churn(unittest.TestCase):
         self.assertTrue(files, "no profiles written: %s" % self.log())
         wrong = {"with the other binary's frames": [], "in the other binary's series": [],
                  "with the other binary's process_name": []}
-        n = {"samples": 0, "reused_pid_samples": 0, "reused_pid_named": 0}
+        n = {"samples": 0, "reused_pid_samples": 0, "reused_pid_named": 0,
+             "reused_pid_startup": 0, "reused_pid_lost": 0}
         by_pid = {}
         for path in files:
             # SERVICE[.KIND]-TIME-WINDOW.pb.gz
@@ -252,7 +256,14 @@ class Churn(unittest.TestCase):
                     n["samples"] += v
                 if cpu and pid in reused:  # 40 ms in churn_X_work: nearly all samples there
                     n["reused_pid_samples"] += v
-                    n["reused_pid_named"] += v if comm + "_work" in frames else 0
+                    if comm + "_work" in frames:
+                        n["reused_pid_named"] += v
+                    elif any(f.startswith("[process exited") or
+                             re.match(r"churn_[ab]\+0x", f) for f in frames):
+                        n["reused_pid_lost"] += v
+                    elif "_dl_start" in frames or "_dl_init" in frames or \
+                            "do_execveat_common.isra.0" in frames:
+                        n["reused_pid_startup"] += v
                     by_pid.setdefault(pid, set()).add(comm)
                 seen = (service, pid, comm, frames[:3])
                 if other + "_work" in frames:
