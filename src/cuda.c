@@ -15,6 +15,7 @@
 #include "proc.h"
 #include "sampler.h"
 #include "symcache.h"
+#include "uprobe_link.h"
 
 /* Library files with probes at once, and files classified (memo). */
 #define MAX_LIBS      64
@@ -104,8 +105,8 @@ struct lib {
 	bool used;
 	uint64_t dev, ino;
 	char path[256];
-	int nlinks;
-	struct sampler_link *links[MAX_PROBES];
+	int nprobes;		   /* probes attached */
+	struct uprobe_link *links; /* ... through these */
 };
 
 struct cproc {
@@ -153,7 +154,7 @@ struct cuda *cuda__new(const struct cuda_config *cfg, struct proc_cache *pc, str
 
 static void lib_detach(struct cuda *c, struct lib *l)
 {
-	sampler__detach_all(l->links, l->nlinks);
+	uprobe_link__release(l->links);
 	memset(l, 0, sizeof(*l));
 	c->stats.libs_attached--;
 	c->stats.libs_detached++;
@@ -287,23 +288,24 @@ static const struct lib_result *classify(struct cuda *c, struct elf_file *ef, co
 /* Attaches every wanted probe of r through path into l; all or nothing. 0 or -errno. */
 static int attach_all(struct cuda *c, struct lib *l, const char *path, const struct lib_result *r)
 {
+	struct sampler_probe want[MAX_PROBES];
+	int n = 0;
+
 	for (int i = 0; i < r->nprobes; i++) {
 		const typeof(probe_table[0]) *pt = &probe_table[r->probes[i].idx];
-		struct sampler_link *link;
 
 		if (!family_on(c, pt->fam))
 			continue;
-		link = sampler__attach_probe(c->s, pt->probe, path, r->probes[i].off);
-		if (!link) {
-			int err = -errno;
-
-			for (int k = 0; k < l->nlinks; k++)
-				sampler__detach(l->links[k]);
-			l->nlinks = 0;
-			return err ? err : -EINVAL;
-		}
-		l->links[l->nlinks++] = link;
+		want[n].probe = pt->probe;
+		want[n].off = r->probes[i].off;
+		n++;
 	}
+	if (!n)
+		return 0;
+	l->links = sampler__attach_probes(c->s, path, want, n);
+	if (!l->links)
+		return errno ? -errno : -EINVAL;
+	l->nprobes = n;
 	return 0;
 }
 
@@ -342,7 +344,7 @@ static int lib_attach(struct cuda *c, const struct proc *p, const struct proc_ma
 		if (!stat(m->path, &st) && st.st_ino == m->inode)
 			err = attach_all(c, l, m->path, r);
 	}
-	if (err || !l->nlinks) {
+	if (err || !l->nprobes) {
 		c->stats.attach_failed++;
 		pr_warn("cannot attach the CUDA/NCCL probes of %s: %s (retried for the next "
 			"process that maps it)",
@@ -354,7 +356,7 @@ static int lib_attach(struct cuda *c, const struct proc *p, const struct proc_ma
 	l->ino = m->inode;
 	snprintf(l->path, sizeof(l->path), "%s", m->path);
 	c->stats.libs_attached++;
-	pr_info("probing %d CUDA/NCCL entry points in %s", l->nlinks, m->path);
+	pr_info("probing %d CUDA/NCCL entry points in %s", l->nprobes, m->path);
 	return free_slot;
 }
 

@@ -7,6 +7,7 @@
 #include "fault_duty.h"
 #include "privilege.h"
 #include "tracefs.h"
+#include "uprobe_link.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -66,6 +67,7 @@ struct sampler {
 	struct cuda_bpf *cuda;	   /* loaded when the first CUDA/NCCL library is probed */
 	bool cuda_allowed;	   /* CUDA probes are on */
 	int cuda_err;		   /* loading them failed (-errno): not tried again */
+	bool cuda_multi;	   /* ... loaded for uprobe_multi links */
 	uint32_t cuda_budget;
 	struct memory_bpf *memory; /* NULL unless memory growth is on */
 	struct fault_duty *duty;   /* NULL unless its page-fault programs are duty-cycled */
@@ -435,6 +437,14 @@ static int cuda_setup(struct sampler *s)
 		return err;
 	}
 	s->cuda = o;
+	s->cuda_multi = uprobe_link__multi_supported();
+	if (s->cuda_multi && (uprobe_link__prepare(o->progs.cuda_entry) ||
+			      uprobe_link__prepare(o->progs.cuda_return))) {
+		err = -errno;
+		pr_err("preparing the CUDA programs for uprobe_multi links failed: %s",
+		       strerror(-err));
+		return err;
+	}
 	if (s->cuda_budget)
 		o->rodata->cuda_budget = s->cuda_budget;
 	err = share_capture(s, o, "CUDA");
@@ -552,10 +562,6 @@ void sampler__memory_duty(struct sampler *s, struct fault_duty_stats *out)
 	fault_duty__stats(s ? s->duty : NULL, out);
 }
 
-struct sampler_link {
-	struct bpf_link *entry, *ret;
-};
-
 /* Probes that also need the return program (to read what the call wrote, or its time). */
 static bool probe_has_return(enum mlprof_cuda_probe p)
 {
@@ -564,21 +570,24 @@ static bool probe_has_return(enum mlprof_cuda_probe p)
 }
 
 /* See sampler.h. */
-struct sampler_link *sampler__attach_probe(struct sampler *s, enum mlprof_cuda_probe probe,
-					   const char *path, uint64_t off)
+struct uprobe_link *sampler__attach_probes(struct sampler *s, const char *path,
+					   const struct sampler_probe *probes, int n)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = (__u64)probe);
-	struct sampler_link *l;
+	struct uprobe_target *t;
+	struct uprobe_link *l;
 	int err;
 
 	if (!s || !s->cuda_allowed || s->cuda_err) {
 		errno = s && s->cuda_err ? -s->cuda_err : ENOTSUP;
 		return NULL;
 	}
+	if (!probes || n <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
 	/* the uprobe programs are verified only once some process maps a CUDA library */
 	if (!s->cuda) {
-		int err = cuda_setup(s);
-
+		err = cuda_setup(s);
 		if (err) {
 			s->cuda_err = err;
 			cuda_bpf__destroy(s->cuda);
@@ -586,84 +595,29 @@ struct sampler_link *sampler__attach_probe(struct sampler *s, enum mlprof_cuda_p
 			errno = -err;
 			return NULL;
 		}
-		pr_info("CUDA/NCCL uprobe programs loaded");
+		pr_info("CUDA/NCCL uprobe programs loaded (%s)",
+			s->cuda_multi ? "uprobe_multi links, one per program and library"
+				      : "one link per probe: this kernel has no uprobe_multi");
 	}
-	if (probe <= 0 || probe >= MLPROF_CP__COUNT) {
-		errno = EINVAL;
+	t = calloc((size_t)n, sizeof(*t));
+	if (!t)
 		return NULL;
-	}
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return NULL;
-	l->entry = bpf_program__attach_uprobe_opts(s->cuda->progs.cuda_entry, -1, path, off, &opts);
-	if (!l->entry)
-		goto fail;
-	if (probe_has_return(probe)) {
-		opts.retprobe = true;
-		l->ret = bpf_program__attach_uprobe_opts(s->cuda->progs.cuda_return, -1, path, off,
-							 &opts);
-		if (!l->ret)
-			goto fail;
-	}
-	return l;
-fail:
-	err = errno;
-	sampler__detach(l);
-	errno = err;
-	return NULL;
-}
-
-/* See sampler.h. */
-void sampler__detach(struct sampler_link *l)
-{
-	if (!l)
-		return;
-	bpf_link__destroy(l->entry);
-	bpf_link__destroy(l->ret);
-	free(l);
-}
-
-struct detach_job {
-	struct sampler_link **links;
-	int n;
-};
-
-static void *detach_worker(void *arg)
-{
-	struct detach_job *j = arg;
-
-	for (int i = 0; i < j->n; i++)
-		sampler__detach(j->links[i]);
-	free(j);
-	return NULL;
-}
-
-/* See sampler.h. */
-void sampler__detach_all(struct sampler_link **links, int n)
-{
-	struct detach_job *j;
-	pthread_attr_t attr;
-	pthread_t th;
-	int err = -1;
-
-	if (n <= 0)
-		return;
-	j = malloc(sizeof(*j) + (size_t)n * sizeof(*links));
-	if (j) {
-		j->links = (struct sampler_link **)(j + 1);
-		j->n = n;
-		memcpy(j->links, links, (size_t)n * sizeof(*links));
-		if (!pthread_attr_init(&attr)) {
-			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-			err = pthread_create(&th, &attr, detach_worker, j);
-			pthread_attr_destroy(&attr);
+	for (int i = 0; i < n; i++) {
+		if (probes[i].probe <= 0 || probes[i].probe >= MLPROF_CP__COUNT) {
+			free(t);
+			errno = EINVAL;
+			return NULL;
 		}
-		if (!err)
-			return;
-		free(j);
+		t[i].off = probes[i].off;
+		t[i].cookie = (uint64_t)probes[i].probe;
+		t[i].ret = probe_has_return(probes[i].probe);
 	}
-	for (int i = 0; i < n; i++) /* no thread: here, slowly */
-		sampler__detach(links[i]);
+	l = uprobe_link__attach(s->cuda->progs.cuda_entry, s->cuda->progs.cuda_return,
+				s->cuda_multi, path, t, n);
+	err = errno;
+	free(t);
+	errno = err;
+	return l;
 }
 
 /* Key of the cuda_counts map (bpf/cuda.bpf.c). */

@@ -35,7 +35,7 @@ struct sampler_config {
 				       * programs run in random slots (fault_duty.h); 0: always */
 };
 
-struct sampler_link;
+struct uprobe_link;
 
 /* Called for every record: data starts with __u32 type (enum mlprof_event_type). */
 typedef int (*sampler_event_cb)(void *ctx, const void *data, size_t size);
@@ -53,22 +53,21 @@ int sampler__add_pid(struct sampler *s, pid_t pid);
 struct mlprof_py_proc;
 /* Tells the Python frame walker how to read process pid's interpreter. Returns 0 or -errno. */
 int sampler__set_python(struct sampler *s, pid_t pid, const struct mlprof_py_proc *cfg);
+/* One CUDA/NCCL probe of a library file: which entry point, at which file offset. */
+struct sampler_probe {
+	enum mlprof_cuda_probe probe;
+	uint64_t off;
+};
+
 /*
- * Attaches probe at file offset off of the ELF file at path (for every process that maps
- * it; BPF filters by pid), with its return probe when it has one. Returns the link (freed
- * with sampler__detach) or NULL with errno set (ENOTSUP: the CUDA programs are not loaded).
+ * Attaches the n probes of the ELF file at path (for every process that maps it; BPF
+ * filters by pid), each with its return probe when it has one; the CUDA programs are
+ * loaded on first use. All or nothing: returns the links (released with
+ * uprobe_link__release) or NULL with errno set (ENOTSUP: CUDA probes are off or their
+ * programs did not load).
  */
-struct sampler_link *sampler__attach_probe(struct sampler *s, enum mlprof_cuda_probe probe,
-					   const char *path, uint64_t off);
-void sampler__detach(struct sampler_link *l);
-/*
- * Detaches n links off the calling thread. Each uprobe's teardown waits for an RCU grace
- * period under a kernel mutex (tens of ms; hundreds of CUDA probes take seconds): a
- * detached thread of its own does it, so neither the ring-buffer consumer nor an exit
- * waits (links still open when the process exits are closed by the kernel). Takes the
- * links (the array itself stays the caller's).
- */
-void sampler__detach_all(struct sampler_link **links, int n);
+struct uprobe_link *sampler__attach_probes(struct sampler *s, const char *path,
+					   const struct sampler_probe *probes, int n);
 
 /*
  * Reads the exact CUDA call counts: cb(pid, kind, what, count) for each entry (of process

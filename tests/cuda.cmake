@@ -173,6 +173,15 @@ set_tests_properties(it.record_cuda PROPERTIES LABELS "integration;root" TIMEOUT
   RUN_SERIAL TRUE SKIP_RETURN_CODE 77 ENVIRONMENT
   "MLPROF=$<TARGET_FILE:mlprof>;TEST_SRC_DIR=${CMAKE_CURRENT_SOURCE_DIR};TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp;CUDA_TEST_DIR=${CUDA_TEST_DIR};CUDA13_LIB=${CUDA13_LIB};CUDA12_LIB=${CUDA12_LIB};CUDA_SKIP_NVCC=${CUDA_SKIP_NVCC};CUDA_SKIP_CU12=${CUDA_SKIP_CU12}")
 
+# The same checks of the driver, its late attach, NCCL and short-lived processes through
+# one uprobe link per probe: the path of kernels older than 6.6 (no uprobe_multi links).
+add_test(NAME it.record_cuda_per_probe COMMAND ${MLPROF_CUDA_PYTHON3}
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_record_cuda.py Driver DriverAttach Nccl
+  ShortLived)
+set_tests_properties(it.record_cuda_per_probe PROPERTIES LABELS "integration;root"
+  TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN_CODE 77 ENVIRONMENT
+  "MLPROF_TEST_NO_UPROBE_MULTI=1;MLPROF=$<TARGET_FILE:mlprof>;TEST_SRC_DIR=${CMAKE_CURRENT_SOURCE_DIR};TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp;CUDA_TEST_DIR=${CUDA_TEST_DIR};CUDA13_LIB=${CUDA13_LIB};CUDA12_LIB=${CUDA12_LIB};CUDA_SKIP_NVCC=${CUDA_SKIP_NVCC};CUDA_SKIP_CU12=${CUDA_SKIP_CU12}")
+
 # --- mlprof agent: CUDA and memory-growth profiles pushed to a real Pyroscope ---
 # it.agent_gpu_memory (here for the CUDA variables above): cuda_launch_shared and
 # tests/workloads/mem_workload (memory.cmake) under `mlprof agent --pid`, queried back from

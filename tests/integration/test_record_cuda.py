@@ -359,7 +359,7 @@ class Driver(unittest.TestCase):
         need(self, exe, os.path.join(FAKE_DRV_DIR, "libcuda.so.1"))
         RAN.append("driver")
         self.rec = once(Driver, lambda: Recorded(
-            "drv", ["--cuda-rate", EVERY], [exe, "run", "100"],
+            "drv", ["--cuda-rate", EVERY, "--log-level", "info"], [exe, "run", "100"],
             env={"LD_LIBRARY_PATH": FAKE_DRV_DIR}))
         self.js = [j for j in self.rec.js if "handles" in j][0]
         self.mem = [j for j in self.rec.js if "mem" in j][0]["mem"]
@@ -374,6 +374,16 @@ class Driver(unittest.TestCase):
         full = total(st, lambda names, l: chain_ok(names, chain))
         self.assertEqual((got, full), (n, n), "%s: %s%s" % (name, [
             (names, v) for names, v, l in st if not chain_ok(names, chain)][:4], self.rec.ctx()))
+
+    def test_link_kind(self):
+        """Probes go through one uprobe_multi link per program and library where the
+        kernel has them (a per-offset link each costs an RCU grace period to detach:
+        seconds at exit for PyTorch's ~80 CUDA/NCCL probes); MLPROF_TEST_NO_UPROBE_MULTI=1
+        (it.record_cuda_per_probe) takes the per-offset fallback of older kernels."""
+        per_probe = os.environ.get("MLPROF_TEST_NO_UPROBE_MULTI") == "1"
+        want = "one link per probe" if per_probe else "uprobe_multi links"
+        self.assertIn("CUDA/NCCL uprobe programs loaded (" + want, self.rec.cp.stderr,
+                      self.rec.ctx())
 
     def test_module_function_names(self):
         self.assertEqual(self.js["err"], 0)
