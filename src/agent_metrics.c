@@ -63,6 +63,7 @@ enum {
 	M_PY_MERGE,
 	M_PY_CODE_BYTES,
 	M_PY_CODE_EVICT,
+	M_PY_LINES_BUDGET,
 	M_MEM_INUSE,
 	M_GPU_INUSE,
 	M_CUDA_LIBS,
@@ -152,6 +153,11 @@ static const struct {
 			 "CUDA/NCCL library files with uprobes attached"},
 	[M_PY_CODE_EVICT] = {"mlprof_python_code_cache_evictions_total", METRIC_COUNTER,
 			     "Python code objects evicted by the memory bound"},
+	[M_PY_LINES_BUDGET] =
+		{"mlprof_python_lines_unread_total", METRIC_COUNTER,
+		 "Python frames shown at their function's first line: line table over "
+		 "1 MiB (reason=too_large) or the per-sample line-table read budget "
+		 "spent (reason=budget)"},
 	[M_LCACHE] = {"mlprof_label_cache_entries", METRIC_GAUGE, "Processes in the label cache"},
 	[M_LCACHE_EVICT] = {"mlprof_label_cache_evictions_total", METRIC_COUNTER,
 			    "Label cache LRU evictions"},
@@ -273,6 +279,10 @@ static void collect(struct metrics *m, void *ctx)
 	metrics__set(m, id[M_PY_MERGE], "result", "mismatch", (double)ps.python.merged_mismatch, 0);
 	metrics__set(m, id[M_PY_CODE_BYTES], NULL, NULL, (double)ps.python.code.bytes, 0);
 	metrics__set(m, id[M_PY_CODE_EVICT], NULL, NULL, (double)ps.python.code.evictions, 0);
+	metrics__set(m, id[M_PY_LINES_BUDGET], "reason", "too_large",
+		     (double)ps.python.code.lt_too_large, 0);
+	metrics__set(m, id[M_PY_LINES_BUDGET], "reason", "budget",
+		     (double)ps.python.code.lt_over_budget, 0);
 	metrics__set(m, id[M_LCACHE], NULL, NULL, (double)ls.cache_entries, 0);
 	metrics__set(m, id[M_LCACHE_EVICT], NULL, NULL, (double)ls.cache_evictions, 0);
 	metrics__set(m, id[M_OVERFLOW], NULL, NULL, (double)c.overflow, 0);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "elf.h"
 #include "proc.h"
@@ -92,7 +93,7 @@ static const struct {
 
 /* What one ELF file offers, decided once per file. */
 struct lib_result {
-	char key[160];
+	char key[320]; /* elf_file__memo_key: a 64-byte build id (128 hex) and the identity */
 	int nprobes;
 	struct {
 		uint8_t idx; /* into probe_table */
@@ -310,18 +311,49 @@ static int attach_all(struct cuda *c, struct lib *l, const char *path, const str
 }
 
 /*
- * Attaches the probes of one library file (once per dev+inode): through the process's root
- * (containers), else through the host path when the process is already gone. A file is
- * probed whole or not at all, so a failure is retried for the next process that maps it.
- * Returns its index or -1.
+ * Opens, for attaching, the very file whose symbols were read (ef): the kernel places a
+ * uprobe in whichever file a path names when it resolves it, so probes go through an fd of
+ * the checked file (/proc/self/fd/N), never through a path resolved again, which a process
+ * could point at another library (a symlink named like its deleted mapping) to have
+ * breakpoints written into code other processes run. Deleted or replaced files (other
+ * device, inode, size or change time than ef) are refused. Returns the fd or -errno.
+ */
+static int open_checked(struct cuda *c, const struct proc *p, const struct proc_map *m,
+			const struct elf_file *ef)
+{
+	struct elf_identity id;
+	char name[4608];
+	struct stat st;
+	int fd;
+
+	if (strstr(m->path, " (deleted)") || !elf_file__identity(ef, &id))
+		return -ESTALE;
+	fd = proc_cache__open_map(c->pc, p->pid, m, name, sizeof(name));
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink == 0 ||
+	    (uint64_t)st.st_dev != id.dev || (uint64_t)st.st_ino != id.ino ||
+	    (uint64_t)st.st_size != id.size ||
+	    (uint64_t)st.st_ctim.tv_sec * 1000000000ull + (uint64_t)st.st_ctim.tv_nsec !=
+		    id.ctime_ns) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * Attaches the probes of one library file (once per dev+inode) through an fd of the file
+ * that was classified (open_checked). A file is probed whole or not at all, so a failure
+ * is retried for the next process that maps it. Returns its index or -1.
  */
 static int lib_attach(struct cuda *c, const struct proc *p, const struct proc_map *m,
-		      const struct lib_result *r)
+		      const struct elf_file *ef, const struct lib_result *r)
 {
 	uint64_t dev = (uint64_t)m->dev_major << 20 | m->dev_minor;
-	char path[sizeof(((struct lib *)0)->path)];
+	char path[64];
 	struct lib *l = NULL;
-	int free_slot = -1, err;
+	int free_slot = -1, err, fd;
 
 	for (int i = 0; i < MAX_LIBS; i++) {
 		if (c->libs[i].used && c->libs[i].dev == dev && c->libs[i].ino == m->inode)
@@ -333,22 +365,23 @@ static int lib_attach(struct cuda *c, const struct proc *p, const struct proc_ma
 		c->stats.attach_failed++;
 		return -1;
 	}
-	if (snprintf(path, sizeof(path), "%s%s", p->root, m->path) >= (int)sizeof(path))
-		return -1;
 	l = &c->libs[free_slot];
-	err = attach_all(c, l, path, r);
-	if (err == -ENOENT) {
-		struct stat st;
-
-		/* the process exited meanwhile: the host path, if it is the same file */
-		if (!stat(m->path, &st) && st.st_ino == m->inode)
-			err = attach_all(c, l, m->path, r);
+	fd = open_checked(c, p, m, ef);
+	if (fd >= 0) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		err = attach_all(c, l, path, r);
+		close(fd); /* the probes hold the inode now */
+	} else {
+		err = fd;
 	}
 	if (err || !l->nprobes) {
 		c->stats.attach_failed++;
 		pr_warn("cannot attach the CUDA/NCCL probes of %s: %s (retried for the next "
 			"process that maps it)",
-			m->path, err ? strerror(-err) : "no probe wanted");
+			m->path,
+			err == -ESTALE ? "deleted, or not the file that was read"
+			: err	       ? strerror(-err)
+				       : "no probe wanted");
 		return -1;
 	}
 	l->used = true;
@@ -402,7 +435,7 @@ void cuda__check(struct cuda *c, struct proc *p)
 		r = classify(c, ef, m->path);
 		if (!r || !r->nprobes)
 			continue;
-		idx = lib_attach(c, p, m, r);
+		idx = lib_attach(c, p, m, ef, r);
 		if (idx < 0)
 			continue;
 		for (int k = 0; k < e->nlibs; k++)

@@ -873,10 +873,11 @@ const char *elf_file__memo_key(const struct elf_file *ef, const char *path, char
 	char id[96];
 
 	elf_file__identity_key(ef, id, sizeof(id));
+	/* the identity first: a long build id or path may be cut, never the identity */
 	if (ef->build_id[0])
-		snprintf(buf, len, "%s@%s", ef->build_id, id);
+		snprintf(buf, len, "%s@%s", id, ef->build_id);
 	else
-		snprintf(buf, len, "%.120s:%zu@%s", path, ef->len, id);
+		snprintf(buf, len, "%s@%s:%zu", id, path, ef->len);
 	return buf;
 }
 

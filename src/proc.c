@@ -749,79 +749,92 @@ static bool same_file(int fd, const struct stat *st, const struct proc_map *m)
  * Opens m's path inside the process's root: openat2(RESOLVE_IN_ROOT) keeps symlinks and
  * ".." inside that root (magic links refused), O_NONBLOCK keeps a FIFO or a device from
  * blocking, and only a regular file that is the mapped one (same_file) is accepted.
+ * Returns the fd (name: its path, for messages) or -errno.
  */
-static struct elf_file *open_in_root(struct proc_cache *pc, struct proc_entry *e,
-				     const struct proc_map *m)
+static int open_in_root(struct proc_cache *pc, pid_t pid, const struct proc_map *m, char *name,
+			size_t len)
 {
 	struct open_how how = {
 		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 	};
-	struct elf_file *ef = NULL;
-	char path[4608];
-	int rootfd, fd = -1;
+	char path[320];
+	int rootfd, fd, err = 0;
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/%d/root", pc->proc_root, (int)e->p.pid);
+	snprintf(path, sizeof(path), "%s/%d/root", pc->proc_root, (int)pid);
 	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
-		pr_debug("cannot open %s: %s", path, strerror(errno));
-		return NULL;
+		err = -errno;
+		pr_debug("cannot open %s: %s", path, strerror(-err));
+		return err;
 	}
 	fd = (int)syscall(SYS_openat2, rootfd, m->path, &how, sizeof(how));
-	if ((size_t)snprintf(path, sizeof(path), "%s/%d/root%s", pc->proc_root, (int)e->p.pid,
-			     m->path) >= sizeof(path))
-		path[sizeof(path) - 1] = '\0';
+	if ((size_t)snprintf(name, len, "%s/%d/root%s", pc->proc_root, (int)pid, m->path) >= len)
+		name[len - 1] = '\0';
 	if (fd < 0) {
-		pr_debug("cannot open %s: %s", path, strerror(errno));
-		goto cleanup;
-	}
-	if (fstat(fd, &st)) {
-		pr_debug("cannot stat %s: %s", path, strerror(errno));
-		goto cleanup;
-	}
-	if (!S_ISREG(st.st_mode) || !same_file(fd, &st, m)) {
+		err = -errno;
+		pr_debug("cannot open %s: %s", name, strerror(-err));
+	} else if (fstat(fd, &st)) {
+		err = -errno;
+		pr_debug("cannot stat %s: %s", name, strerror(-err));
+	} else if (!S_ISREG(st.st_mode) || !same_file(fd, &st, m)) {
+		err = -ESTALE;
 		pc->stats.files_rejected++;
-		pr_debug("%s: not the file %d maps (%s)", path, (int)e->p.pid,
+		pr_debug("%s: not the file %d maps (%s)", name, (int)pid,
 			 S_ISREG(st.st_mode) ? "other device/inode" : "not a regular file");
-		goto cleanup;
 	}
-	ef = elf_file__open_fd(fd, path);
-	if (!ef)
-		pr_debug("cannot open %s: %s", path, strerror(errno));
-cleanup:
-	if (fd >= 0)
-		close(fd);
 	close(rootfd);
-	return ef;
+	if (err && fd >= 0)
+		close(fd);
+	return err ? err : fd;
 }
 
-/*
- * Opens the file behind m. /proc/PID/map_files/START-END is the mapped file itself (it
- * needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE); without it the path is opened inside
- * the process's root, except for a "(deleted)" mapping: whatever sits at that path now is
- * another file, so the mapping is skipped.
- */
-static struct elf_file *open_map_file(struct proc_cache *pc, struct proc_entry *e,
-				      const struct proc_map *m)
+/* See proc.h. */
+int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map *m, char *name,
+			 size_t len)
 {
-	char path[320];
-	struct elf_file *ef;
+	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, pc->proc_root,
-		 (int)e->p.pid, m->start, m->end);
-	ef = elf_file__open(path);
-	if (ef)
-		return ef;
+	if (!pc || !m || !name || len < 2)
+		return -EINVAL;
+	snprintf(name, len, "%s/%d/map_files/%" PRIx64 "-%" PRIx64, pc->proc_root, (int)pid,
+		 m->start, m->end);
+	fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0)
+		return fd;
+	err = -errno;
 	if (m->path[0] != '/')
-		return NULL;
+		return err;
 	if (is_deleted(m->path)) {
 		pc->stats.deleted_skipped++;
 		pr_debug("%s of %d: deleted and map_files unreadable (%s): skipped", m->path,
-			 (int)e->p.pid, strerror(errno));
+			 (int)pid, strerror(-err));
+		return -ENOENT;
+	}
+	return open_in_root(pc, pid, m, name, len);
+}
+
+/* Opens the ELF file behind m (proc_cache__open_map); NULL with errno set. */
+static struct elf_file *open_map_file(struct proc_cache *pc, struct proc_entry *e,
+				      const struct proc_map *m)
+{
+	char name[4608];
+	struct elf_file *ef;
+	int fd, err;
+
+	fd = proc_cache__open_map(pc, e->p.pid, m, name, sizeof(name));
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
 	}
-	return open_in_root(pc, e, m);
+	ef = elf_file__open_fd(fd, name);
+	err = errno;
+	if (!ef)
+		pr_debug("cannot open %s: %s", name, strerror(err));
+	close(fd);
+	errno = err;
+	return ef;
 }
 
 static struct elf_file *load_vdso(struct proc_cache *pc, struct proc_entry *e,

@@ -66,6 +66,16 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 const struct proc_map *proc_cache__find_map_cached(struct proc *p, uint64_t addr);
 
 /*
+ * Opens the very file map m of process pid maps: /proc/PID/map_files/START-END (needs
+ * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else m's path inside the process's root
+ * without leaving it, accepted only when it is a regular file with m's device and inode
+ * (never for a "(deleted)" mapping: whatever sits at that path now is another file).
+ * Returns an fd the caller closes (name: its path, for messages) or -errno.
+ */
+int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map *m, char *name,
+			 size_t len);
+
+/*
  * Returns the ELF file behind a map (opened lazily through /proc/PID/map_files, else
  * inside /proc/PID/root without leaving it and only when the file found there is the
  * mapped one; shared by dev+inode across processes), or NULL when the mapping is not an

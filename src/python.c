@@ -26,7 +26,7 @@ enum py_elf_kind { PE_NONE = 0, PE_PYTHON, PE_UNSUPPORTED, PE_LIBC };
 
 /* What one ELF file is, decided once per file. */
 struct py_elf {
-	char key[160]; /* build id, or path + size */
+	char key[320]; /* elf_file__memo_key */
 	enum py_elf_kind kind;
 	int minor;
 	struct py_layout layout;

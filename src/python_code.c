@@ -21,6 +21,18 @@
 #define STR_CAP 1024
 /* Largest line table read (a 1 MiB table is a function of tens of thousands of lines). */
 #define LINETABLE_MAX (1u << 20)
+/*
+ * Line tables up to this size are kept with their code object; larger ones are read again
+ * for each new instruction offset and only the answers kept (memo), so that a process with
+ * many huge tables cannot make the cache evict and re-read them on every sample.
+ */
+#define LINETABLE_KEEP (64u << 10)
+/*
+ * Line-table bytes read per sample at most: past it, frames show their first line
+ * (counted, lt_over_budget) and their tables are read by a later sample. Bounds what one
+ * sample of a hostile process costs (185 frames of 1 MiB tables each were 185 MiB).
+ */
+#define SAMPLE_LT_BUDGET (2u << 20)
 /* Remembered (instruction -> line) answers per code object. */
 #define MEMO_SLOTS 16
 
@@ -34,8 +46,9 @@ struct pc_entry {
 	int first_line;
 	int minor;
 	uint16_t adaptive;
-	uint8_t *lt;
-	size_t lt_len;
+	uint8_t *lt;	 /* the line table when kept (<= LINETABLE_KEEP), else NULL */
+	size_t lt_len;	 /* its length in the process (0: none, or unreadable) */
+	uint64_t lt_obj; /* the bytes object holding it, for reading it later */
 	size_t bytes;
 	uint64_t stamp; /* sample serial of the last use */
 	struct {
@@ -51,6 +64,7 @@ struct pycode_cache {
 	struct pc_entry *buckets[PC_BUCKETS];
 	struct lru_list lru; /* head = most recently used */
 	uint64_t serial;
+	size_t sample_lt_bytes; /* line-table bytes read in this sample */
 	struct pycode_stats stats;
 };
 
@@ -121,6 +135,7 @@ void pycode_cache__free(struct pycode_cache *pc)
 void pycode_cache__begin_sample(struct pycode_cache *pc)
 {
 	pc->serial++;
+	pc->sample_lt_bytes = 0;
 }
 
 /* See python_code.h. */
@@ -302,27 +317,65 @@ static int entry_fill(struct pycode_cache *pc, struct pc_entry *e, const struct 
 	e->first_line = first;
 	e->minor = l->minor;
 	e->adaptive = l->co_code_adaptive;
-	/* the line table is optional: without it every frame shows its first line */
+	/*
+	 * The line table is optional (without it every frame shows its first line) and read
+	 * when a line is first asked for (entry_line), within the sample's budget.
+	 */
 	lt_obj = load_u64(co, l->co_linetable);
 	if (lt_obj && !mem_read(&m, lt_obj, bh, l->bytes_data)) {
 		lt_len = load_i64(bh, l->bytes_size);
-		if (lt_len > 0 && lt_len <= LINETABLE_MAX) {
-			e->lt = malloc((size_t)lt_len);
-			if (e->lt && !mem_read(&m, lt_obj + l->bytes_data, e->lt, (size_t)lt_len)) {
-				e->lt_len = (size_t)lt_len;
-			} else {
-				free(e->lt);
-				e->lt = NULL;
-			}
+		if (lt_len > LINETABLE_MAX) {
+			pc->stats.lt_too_large++;
+		} else if (lt_len > 0) {
+			e->lt_obj = lt_obj + l->bytes_data;
+			e->lt_len = (size_t)lt_len;
 		}
 	}
-	e->bytes = sizeof(*e) + strlen(e->name) + strlen(e->file) + 2 + e->lt_len;
+	e->bytes = sizeof(*e) + strlen(e->name) + strlen(e->file) + 2;
 	return 0;
 }
 
-/* Line of instruction instr (as the walker reported it) in e. */
-static int entry_line(struct pc_entry *e, uint32_t instr)
+/*
+ * The line table of e for one lookup: the kept one, else read now (kept when small) within
+ * the sample's budget. Returns it (*tmp: to be freed by the caller when not kept) or NULL.
+ */
+static const uint8_t *entry_table(struct pycode_cache *pc, struct pc_entry *e, uint8_t **tmp)
 {
+	struct mem_ctx m = {.pid = e->pid};
+	uint8_t *buf;
+
+	*tmp = NULL;
+	if (e->lt || !e->lt_len)
+		return e->lt;
+	if (pc->sample_lt_bytes + e->lt_len > SAMPLE_LT_BUDGET) {
+		pc->stats.lt_over_budget++;
+		return NULL;
+	}
+	pc->sample_lt_bytes += e->lt_len;
+	pc->stats.lt_reads++;
+	buf = malloc(e->lt_len);
+	if (!buf)
+		return NULL;
+	if (mem_read(&m, e->lt_obj, buf, e->lt_len)) {
+		free(buf);
+		e->lt_len = 0; /* unreadable: first lines from now on */
+		return NULL;
+	}
+	if (e->lt_len > LINETABLE_KEEP) {
+		*tmp = buf;
+		return buf;
+	}
+	e->lt = buf;
+	e->bytes += e->lt_len;
+	pc->stats.bytes += e->lt_len;
+	return buf;
+}
+
+/* Line of instruction instr (as the walker reported it) in e. */
+static int entry_line(struct pycode_cache *pc, struct pc_entry *e, uint32_t instr)
+{
+	const uint8_t *lt;
+	uint8_t *tmp;
 	int64_t addrq;
 	unsigned int slot;
 	int line;
@@ -336,12 +389,16 @@ static int entry_line(struct pc_entry *e, uint32_t instr)
 		if (addrq < 0)
 			addrq = -1;
 	}
-	if (!e->lt || addrq < 0 || addrq > (int64_t)e->lt_len * 64)
+	if (!e->lt_len || addrq < 0 || addrq > (int64_t)e->lt_len * 64)
 		return e->first_line;
 	slot = (unsigned int)(addrq >> 1) % MEMO_SLOTS;
 	if (e->memo[slot].addrq == addrq)
 		return e->memo[slot].line;
-	line = pyline__addr2line(e->minor, e->lt, e->lt_len, e->first_line, addrq);
+	lt = entry_table(pc, e, &tmp);
+	if (!lt)
+		return e->first_line;
+	line = pyline__addr2line(e->minor, lt, e->lt_len, e->first_line, addrq);
+	free(tmp);
 	if (line < 0)
 		line = e->first_line;
 	e->memo[slot].addrq = addrq;
@@ -396,14 +453,15 @@ int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t gen,
 	}
 	e->stamp = pc->serial;
 	lru__push_head(&pc->lru, &e->lru);
-	evict(pc);
 	if (e->fail) {
+		evict(pc);
 		out->fail = e->fail == -ENOMEM ? PYCODE_FAIL_NOMEM : e->fail_reason;
 		return e->fail;
 	}
 	out->name = e->name;
 	out->file = e->file;
 	out->first_line = e->first_line;
-	out->line = entry_line(e, instr);
+	out->line = entry_line(pc, e, instr);
+	evict(pc); /* after the line: a table kept just now counts */
 	return 0;
 }

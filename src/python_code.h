@@ -26,6 +26,9 @@ extern const char *const pycode_fail_names[PYCODE_FAIL__COUNT];
 
 struct pycode_stats {
 	uint64_t entries, bytes, evictions, reads, hits;
+	uint64_t lt_reads;	 /* line tables read from processes */
+	uint64_t lt_too_large;	 /* ... not read: larger than 1 MiB (first lines shown) */
+	uint64_t lt_over_budget; /* lines shown as first lines: the sample's read budget spent */
 	uint64_t failed[PYCODE_FAIL__COUNT];
 };
 

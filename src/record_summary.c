@@ -228,6 +228,12 @@ static void print_python_health(const struct pipeline_stats *ps)
 			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_TYPE],
 			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_STRING],
 			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_NOMEM]);
+	if (py->code.lt_too_large || py->code.lt_over_budget)
+		fprintf(stderr,
+			"; lines: %llu line tables over 1 MiB not read, %llu frames shown at "
+			"their first line (per-sample line-table budget spent)",
+			(unsigned long long)py->code.lt_too_large,
+			(unsigned long long)py->code.lt_over_budget);
 	if (b[MLPROF_STAT_PY_NO_TSTATE] || b[MLPROF_STAT_PY_NO_FRAME] ||
 	    b[MLPROF_STAT_PY_READ_ERR] || b[MLPROF_STAT_PY_TRUNCATED] ||
 	    b[MLPROF_STAT_PY_TID_MISMATCH])

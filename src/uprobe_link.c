@@ -42,8 +42,8 @@ struct link_create_uprobe_multi {
 _Static_assert(sizeof(struct link_create_uprobe_multi) == 64, "link_create layout");
 
 struct uprobe_link {
-	int fds[2];		 /* uprobe_multi links (entry, return); -1 when none */
-	int nlinks;		 /* per-offset links in use */
+	int fds[2];		  /* uprobe_multi links (entry, return); -1 when none */
+	int nlinks;		  /* per-offset links in use */
 	struct bpf_link *links[]; /* per-offset links (fallback) */
 };
 
@@ -105,9 +105,8 @@ static void link_free(struct uprobe_link *l)
 }
 
 /* Fills l with uprobe_multi links: entry over every target, ret over those with .ret. */
-static int attach_multi(struct uprobe_link *l, struct bpf_program *entry,
-			struct bpf_program *ret, const char *path,
-			const struct uprobe_target *t, int n)
+static int attach_multi(struct uprobe_link *l, struct bpf_program *entry, struct bpf_program *ret,
+			const char *path, const struct uprobe_target *t, int n)
 {
 	uint64_t *offs = calloc((size_t)n * 2, sizeof(*offs));
 	uint64_t *cookies = offs + n;
@@ -141,9 +140,8 @@ static int attach_multi(struct uprobe_link *l, struct bpf_program *entry,
 }
 
 /* Fills l with one perf-event link per offset (kernels without uprobe_multi). */
-static int attach_each(struct uprobe_link *l, struct bpf_program *entry,
-		       struct bpf_program *ret, const char *path,
-		       const struct uprobe_target *t, int n)
+static int attach_each(struct uprobe_link *l, struct bpf_program *entry, struct bpf_program *ret,
+		       const char *path, const struct uprobe_target *t, int n)
 {
 	for (int i = 0; i < n; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = t[i].cookie);

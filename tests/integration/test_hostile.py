@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Hostile processes (issue 19): what a local user's process does to mlprof must cost that
+process only. Each case runs a hostile program (tests/hostile/) under `mlprof record -p`,
+stops mlprof with SIGTERM and checks that it exited within 2 s, within its memory bound,
+and that unprofiled victims were not affected.
+
+Needs root (BPF); exit 77 = skipped."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+from itutil import MLPROF, need_root, run_main, stacks_of, tmpdir
+
+SRC = os.environ.get("TEST_SRC_DIR", "tests")
+HOSTILE = os.path.join(SRC, "hostile")
+CUDA_DIR = os.environ.get("CUDA_TEST_DIR", "build/tests/cuda")
+FAKE_DRV = os.path.join(CUDA_DIR, "fakedrv", "libcuda.so.1")
+PY = sys.executable
+
+
+def start(argv, **kw):
+    """Starts argv (stdout piped) and waits for its {"ready": 1} line."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, **kw)
+    line = p.stdout.readline()
+    if not line.startswith('{"ready"'):
+        p.kill()
+        raise AssertionError("%s did not start: %r" % (argv, line))
+    return p
+
+
+class Recording:
+    """`mlprof record -p PID ARGS` for SECONDS, then SIGTERM: how long the exit took, its
+    exit status, its peak RSS (from wait4) and its stderr."""
+
+    def __init__(self, pid, args, seconds, out):
+        self.out = out
+        argv = [MLPROF, "record", "-p", str(pid), "-o", out] + args
+        self.err_path = out + ".stderr"
+        with open(self.err_path, "w") as err:
+            p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        time.sleep(seconds)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        deadline = t0 + 30
+        while True:
+            pid_, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid_ or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        self.exit_s = time.monotonic() - t0
+        if not pid_:
+            p.kill()
+            _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        self.rc = p.returncode
+        self.peak_rss_mb = ru.ru_maxrss / 1024
+        with open(self.err_path) as f:
+            self.stderr = f.read()
+
+    def check_exit(self, t, max_rss_mb=300):
+        ctx = "\nmlprof stderr:\n" + self.stderr[-3000:]
+        t.assertLess(self.exit_s, 2.0, "exit after SIGTERM took %.1f s%s" % (self.exit_s, ctx))
+        t.assertEqual(self.rc, 0, ctx)
+        t.assertLess(self.peak_rss_mb, max_rss_mb, ctx)
+
+
+class UprobeRedirect(unittest.TestCase):
+    """Finding 1: a process maps a CUDA library, deletes it and leaves a symlink named like
+    its deleted mapping pointing at another library. mlprof must not attach its uprobes
+    through that path (they would land in the other library, at offsets the process chose,
+    in every process that maps it): an unprofiled victim mapping that library sees its code
+    unchanged, and mlprof says why it did not probe the deleted file."""
+
+    def test_deleted_library_symlink(self):
+        need_root(self)
+        if not os.path.exists(FAKE_DRV):
+            self.fail("missing %s (built with the tests)" % FAKE_DRV)
+        d = tmpdir()
+        victim_lib = os.path.join(d, "victim.so")
+        with open(FAKE_DRV, "rb") as f, open(victim_lib, "wb") as g:
+            g.write(f.read())  # same code, another inode: the offsets the attack needs
+        victim = start([PY, os.path.join(HOSTILE, "code_watch.py"), victim_lib, "8"])
+        hostile = start([PY, os.path.join(HOSTILE, "uprobe_redirect.py"), FAKE_DRV, d,
+                         victim_lib, "8"])
+        try:
+            rec = Recording(hostile.pid, ["--cuda", "all", "--log-level", "info"], 4,
+                            os.path.join(d, "hostile.pb.gz"))
+            res = json.loads(victim.communicate(timeout=30)[0].strip().splitlines()[-1])
+        finally:
+            for p in (victim, hostile):
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        self.assertGreater(res["checks"], 50, res)
+        self.assertEqual(res["changed"], [], "the victim's code changed at these file "
+                         "offsets while mlprof ran: %s\nmlprof stderr:\n%s" % (
+                             res["changed"], rec.stderr[-3000:]))
+        rec.check_exit(self)
+        self.assertIn("cannot attach the CUDA/NCCL probes of %s/libcuda.so.1 (deleted): "
+                      "deleted, or not the file that was read" % d, rec.stderr)
+        self.assertNotIn("probing", "\n".join(
+            line for line in rec.stderr.splitlines() if "libcuda" in line))
+        # the process itself is still profiled
+        _, st = stacks_of(rec.out)
+        self.assertGreater(sum(v for _, v, _ in st), 10, rec.stderr[-2000:])
+
+
+
+def summary_samples(stderr):
+    """(samples, us CPU per sample) from record's first summary line."""
+    m = re.search(r"mlprof: (\d+) samples in .* ([\d.]+) us CPU/sample", stderr)
+    if not m:
+        raise AssertionError("no summary line:\n" + stderr[-3000:])
+    return int(m.group(1)), float(m.group(2))
+
+
+class HugeLineTables(unittest.TestCase):
+    """Finding 2: 185 Python functions with 1 MiB line tables each, all on the stack of
+    every sample (no memory forged). Unbounded, each sample re-read ~185 MiB: the consumer
+    never returned, SIGTERM was ignored, RSS reached 222 MB. Now: line tables are read
+    within a per-sample budget and large ones are not kept, so the sampled process costs
+    mlprof little: it exits within 2 s of SIGTERM, keeps every sample with all 185 frames
+    named, and stays small."""
+
+    def test_huge_line_tables(self):
+        need_root(self)
+        d = tmpdir()
+        hostile = start([PY, os.path.join(HOSTILE, "huge_linetables.py"), "12"])
+        try:
+            rec = Recording(hostile.pid, ["--cuda", "none", "--no-memory"], 5,
+                            os.path.join(d, "lines.pb.gz"))
+        finally:
+            hostile.kill()
+            hostile.wait()
+        rec.check_exit(self, max_rss_mb=120)
+        n, cpu_us = summary_samples(rec.stderr)
+        self.assertGreater(n, 100, rec.stderr[-2000:])  # ~99 Hz for 4 s, one busy thread
+        self.assertLess(cpu_us, 3000, rec.stderr[-2000:])
+        self.assertIn(" 0 dropped", rec.stderr)
+        _, st = stacks_of(rec.out)
+        deep = sum(v for names, v, _ in st
+                   if all("hostile_%d" % i in names for i in range(185)))
+        total = sum(v for _, v, _ in st)
+        self.assertGreater(deep, total * 0.9, "samples with all 185 frames named: %d of %d"
+                           % (deep, total))
+
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_main())
