@@ -33,6 +33,8 @@ enum {
 	M_UNWIND_SCAN,
 	M_PROCS,
 	M_PROC_EVICT,
+	M_PROC_BYTES,
+	M_PROC_MAPS_CUT,
 	M_ELF,
 	M_LCACHE,
 	M_LCACHE_EVICT,
@@ -125,6 +127,12 @@ static const struct {
 	[M_PROCS] = {"mlprof_procs_cached", METRIC_GAUGE, "Processes in the process cache"},
 	[M_PROC_EVICT] = {"mlprof_proc_evictions_total", METRIC_COUNTER,
 			  "Processes evicted from the process cache"},
+	[M_PROC_BYTES] = {"mlprof_proc_cache_bytes", METRIC_GAUGE,
+			  "Bytes of process maps held by the process cache (bounded: 64 MiB, "
+			  "least recently used processes evicted past it)"},
+	[M_PROC_MAPS_CUT] = {"mlprof_proc_maps_truncated_total", METRIC_COUNTER,
+			     "Reads of a process's maps cut by the per-process bounds (8192 "
+			     "executable mappings, 2 MiB of paths, 32 MiB read)"},
 	[M_ELF] = {"mlprof_elf_files", METRIC_GAUGE, "Open ELF files"},
 	[M_PY_PROCS] = {"mlprof_python_processes_total", METRIC_COUNTER,
 			"Processes recognized as CPython, by version"},
@@ -262,6 +270,8 @@ static void collect(struct metrics *m, void *ctx)
 	metrics__set(m, id[M_SYM_DEMANGLE_BYTES], NULL, NULL, (double)ps.sym.demangle_bytes, 0);
 	metrics__set(m, id[M_PROCS], NULL, NULL, (double)ps.procs_cached, 0);
 	metrics__set(m, id[M_PROC_EVICT], NULL, NULL, (double)ps.proc_evictions, 0);
+	metrics__set(m, id[M_PROC_BYTES], NULL, NULL, (double)ps.proc_bytes, 0);
+	metrics__set(m, id[M_PROC_MAPS_CUT], NULL, NULL, (double)ps.proc_maps_truncated, 0);
 	metrics__set(m, id[M_ELF], NULL, NULL, (double)ps.elf_files, 0);
 	for (int v = PY_MINOR_MIN; v <= PY_MINOR_MAX; v++) {
 		char ver[8];

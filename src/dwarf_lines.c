@@ -26,11 +26,12 @@
  */
 #define DL_FAILED_SLOTS 1024
 /*
- * Files with more .debug_* bytes (as stored, often compressed) are not read: opening one
+ * Files with more .debug_* bytes (once decompressed) are not read: opening one
  * costs its decompression (libpython's 9 MiB debug file: ~0.4 s of CPU and ~50 MB held),
  * which would stall the thread that also attaches probes to newly mapped libraries.
  */
 #define DL_DEFAULT_MAX_DWARF (4ull << 20)
+#define DL_MAX_RATIO	     200u	/* see dwarf_bytes */
 #define DL_MAX_RANGES	     (1u << 20) /* CU address ranges kept per file */
 #define DL_MAX_FILE_LEN	     1024	/* longer source paths are cut */
 
@@ -146,8 +147,45 @@ void dwarf_lines__stats(const struct dwarf_lines *dl, struct dwarf_lines_stats *
 	*out = dl->stats;
 }
 
-/* Bytes of the file's DWARF sections (what libdw may read into memory). */
-static uint64_t dwarf_bytes(Elf *elf)
+/*
+ * The size a section has once decompressed: its ELF compression header (SHF_COMPRESSED)
+ * or GNU .zdebug_ header ("ZLIB" and a big-endian size), read from the file; UINT64_MAX
+ * when unreadable. A 1 MiB file may declare a gigabyte: what libdw would allocate.
+ */
+static uint64_t section_bytes(Elf *elf, int fd, const GElf_Shdr *sh, bool zdebug)
+{
+	unsigned char h[sizeof(Elf64_Chdr)];
+	uint64_t v = 0;
+
+	if (!(sh->sh_flags & SHF_COMPRESSED) && !zdebug)
+		return sh->sh_size;
+	if (pread(fd, h, sizeof(h), (off_t)sh->sh_offset) != (ssize_t)sizeof(h))
+		return UINT64_MAX;
+	if (sh->sh_flags & SHF_COMPRESSED) {
+		if (gelf_getclass(elf) == ELFCLASS32) {
+			Elf32_Chdr c;
+
+			memcpy(&c, h, sizeof(c));
+			return c.ch_size;
+		}
+		Elf64_Chdr c;
+
+		memcpy(&c, h, sizeof(c));
+		return c.ch_size;
+	}
+	if (memcmp(h, "ZLIB", 4) != 0)
+		return UINT64_MAX;
+	for (int i = 4; i < 12; i++)
+		v = v << 8 | h[i];
+	return v;
+}
+
+/*
+ * Bytes of the file's DWARF sections once decompressed (what libdw may hold in memory);
+ * UINT64_MAX when a section's header is unreadable or it claims to inflate more than
+ * DL_MAX_RATIO times past 16 MiB (real DWARF compresses 3-10 times; zlib can reach 1000).
+ */
+static uint64_t dwarf_bytes(Elf *elf, int fd)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -158,12 +196,20 @@ static uint64_t dwarf_bytes(Elf *elf)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
+		uint64_t n;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && (strncmp(name, ".debug_", 7) == 0 || strncmp(name, ".zdebug_", 8) == 0))
-			sum += sh.sh_size;
+		if (!name ||
+		    (strncmp(name, ".debug_", 7) != 0 && strncmp(name, ".zdebug_", 8) != 0))
+			continue;
+		n = section_bytes(elf, fd, &sh, name[1] == 'z');
+		if (n > (16u << 20) && n / DL_MAX_RATIO > sh.sh_size)
+			return UINT64_MAX;
+		if (n > UINT64_MAX - sum)
+			return UINT64_MAX;
+		sum += n;
 	}
 	return sum;
 }
@@ -253,11 +299,18 @@ static struct dl_file *file_open(struct dwarf_lines *dl, uint64_t key, const cha
 		pr_debug("%s: not an ELF file", path);
 		goto bad;
 	}
-	bytes = dwarf_bytes(f->elf);
+	bytes = dwarf_bytes(f->elf, f->fd);
 	if (bytes > dl->cfg.max_dwarf_bytes) {
-		pr_info("%s: DWARF of %llu MiB is over the %llu MiB limit: no source lines", path,
-			(unsigned long long)(bytes >> 20),
-			(unsigned long long)(dl->cfg.max_dwarf_bytes >> 20));
+		dl->stats.files_too_big++;
+		if (bytes == UINT64_MAX)
+			pr_info("%s: DWARF section headers unreadable or inflating over %u:1: no "
+				"source lines",
+				path, DL_MAX_RATIO);
+		else
+			pr_info("%s: DWARF of %llu MiB (decompressed) is over the %llu MiB limit: "
+				"no source lines",
+				path, (unsigned long long)(bytes >> 20),
+				(unsigned long long)(dl->cfg.max_dwarf_bytes >> 20));
 		goto bad;
 	}
 	f->dw = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);

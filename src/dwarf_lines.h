@@ -33,6 +33,7 @@ struct dwarf_lines_stats {
 	uint64_t evictions;	 /* results evicted by max_bytes */
 	uint64_t files_open;	 /* debug files held open now */
 	uint64_t file_errors;	 /* files that could not be read (corrupt, too big, gone) */
+	uint64_t files_too_big;	 /* ... of which: DWARF over max_dwarf_bytes once decompressed */
 };
 
 /* Returns a new cache (no file opened yet), or NULL with errno set. */

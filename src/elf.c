@@ -248,6 +248,15 @@ static bool parse_notes(struct elf_file *ef, const uint8_t *p, uint64_t size, ui
 	return false;
 }
 
+/*
+ * Most sections and program headers a file may have. Linked executables and libraries have
+ * tens (only relocatable objects built with -ffunction-sections reach the 65,280 that need
+ * extended numbering, and those are never mapped to run); the kernel loads at most 64 KiB
+ * of program headers.
+ */
+#define ELF_MAX_SECTIONS (1u << 16)
+#define ELF_MAX_SEGMENTS ((64u << 10) / sizeof(Elf64_Phdr))
+
 static int parse_sections(struct elf_file *ef, const Elf64_Ehdr *eh)
 {
 	uint64_t shoff = eh->e_shoff, shnum = eh->e_shnum;
@@ -267,7 +276,11 @@ static int parse_sections(struct elf_file *ef, const Elf64_Ehdr *eh)
 		shstrndx = sh0.sh_link;
 	if (shnum == 0)
 		return 0;
-	if (shnum > (ef->len - shoff) / eh->e_shentsize || shnum > UINT32_MAX)
+	/*
+	 * Bounded by the file's size and by ELF_MAX_SECTIONS: with extended numbering the count
+	 * is section 0's sh_size, and a sparse file is as large as it claims to be.
+	 */
+	if (shnum > (ef->len - shoff) / eh->e_shentsize || shnum > ELF_MAX_SECTIONS)
 		return -ENOEXEC;
 
 	ef->sections = calloc(shnum, sizeof(*ef->sections));
@@ -338,7 +351,7 @@ static int parse_segments(struct elf_file *ef, const Elf64_Ehdr *eh)
 	if (phnum == 0 || phoff == 0)
 		return 0;
 	if (eh->e_phentsize < sizeof(Elf64_Phdr) || phoff > ef->len ||
-	    phnum > (ef->len - phoff) / eh->e_phentsize)
+	    phnum > (ef->len - phoff) / eh->e_phentsize || phnum > ELF_MAX_SEGMENTS)
 		return -ENOEXEC;
 	ef->loads = calloc(phnum, sizeof(*ef->loads));
 	if (!ef->loads)

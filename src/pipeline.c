@@ -936,8 +936,12 @@ static int on_event(void *ctx, const void *data, size_t size)
 	return 0;
 }
 
-/* A cached process's maps, names and ELF references, by estimate (not byte-bounded). */
-#define PROC_EST_BYTES (8u << 10)
+/*
+ * The process cache: map sets bounded by bytes (proc_cache_config.max_bytes; evicted ones
+ * are freed at the next gc, so up to twice that), plus each entry's own struct.
+ */
+#define PROC_MAPS_BYTES	 (64ull << 20)
+#define PROC_ENTRY_BYTES 1024u
 
 /* See pipeline.h. */
 uint64_t pipeline__bound_bytes(const struct pipeline_config *cfg)
@@ -947,7 +951,8 @@ uint64_t pipeline__bound_bytes(const struct pipeline_config *cfg)
 	b += cfg->symcache_bytes ? cfg->symcache_bytes : PIPELINE_SYMCACHE_BYTES;
 	b += SYMCACHE_DEMANGLE_BYTES + frame_cache__bound_bytes(FRAME_CACHE_SLOTS) +
 	     SYMWAIT_MAX_BYTES;
-	b += (uint64_t)(cfg->max_procs ? cfg->max_procs : PIPELINE_MAX_PROCS) * PROC_EST_BYTES;
+	b += 2 * PROC_MAPS_BYTES +
+	     (uint64_t)(cfg->max_procs ? cfg->max_procs : PIPELINE_MAX_PROCS) * PROC_ENTRY_BYTES;
 	if (cfg->python)
 		b += cfg->python_cache_bytes ? cfg->python_cache_bytes : PYCODE_DEFAULT_MAX_BYTES;
 	if (cfg->source_lines != PIPELINE_LINES_OFF)
@@ -975,6 +980,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 
 	pcfg.max_procs = cfg->max_procs ? cfg->max_procs : PIPELINE_MAX_PROCS;
 	pcfg.max_elf_files = 1024;
+	pcfg.max_bytes = PROC_MAPS_BYTES;
 	pcfg.proc_root = "/proc";
 	pl->procs = proc_cache__new(&pcfg);
 	pl->mem = memtrack__new(MEM_MAX_ENTRIES, MEM_MAX_STACK_BYTES);
@@ -1180,6 +1186,8 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	proc_cache__stats(pl->procs, &ps);
 	out->procs_cached = ps.procs;
 	out->proc_evictions = ps.proc_evictions;
+	out->proc_bytes = ps.bytes;
+	out->proc_maps_truncated = ps.maps_truncated;
 	out->elf_files = ps.elf_files;
 	if (pl->py)
 		python__stats(pl->py, &out->python);

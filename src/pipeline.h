@@ -104,7 +104,9 @@ struct pipeline_stats {
 					  * exit, end): some frames carry raw addresses */
 	uint64_t symwait_frames_unnamed; /* frames left unnamed in those */
 	uint64_t procs_cached, proc_evictions, elf_files;
-	struct python_stats python;		       /* zero when Python frames are off */
+	uint64_t proc_bytes;	      /* process cache map sets now (bounded) */
+	uint64_t proc_maps_truncated; /* maps reads cut by the per-process bounds */
+	struct python_stats python;   /* zero when Python frames are off */
 	uint64_t offcpu_pending, offcpu_pending_bytes; /* off-CPU samples waiting for their end */
 	uint64_t offcpu_unmatched;	  /* ends without their sample, samples without their end */
 	uint64_t offcpu_dropped;	  /* waiting samples dropped by the bound */

@@ -9,6 +9,7 @@
 #include "gzip.h"
 #include "hash.h"
 #include "profile.pb-c.h"
+#include "utf8.h"
 
 #define LOG_MODULE "pprof"
 #include "log.h"
@@ -24,6 +25,8 @@ struct strtab {
 	size_t n, cap;
 	uint32_t *slots; /* index + 1, 0 = empty */
 	size_t nslots;
+	char **owned; /* repaired copies of strings that were not valid UTF-8 */
+	size_t nowned;
 	int err;
 };
 
@@ -53,6 +56,26 @@ static int strtab_grow(struct strtab *t)
 	return 0;
 }
 
+/*
+ * s with invalid UTF-8 repaired (protobuf strings must be UTF-8: strict decoders reject the
+ * whole profile otherwise): s itself, or a copy the table owns. NULL on ENOMEM.
+ */
+static const char *strtab_valid(struct strtab *t, const char *s)
+{
+	char **no, *r;
+
+	if (utf8__valid(s))
+		return s;
+	no = realloc(t->owned, (t->nowned + 1) * sizeof(*no));
+	if (!no)
+		return NULL;
+	t->owned = no;
+	r = utf8__repair(s);
+	if (r)
+		t->owned[t->nowned++] = r;
+	return r;
+}
+
 /* Returns the string's index, adding it when new. On ENOMEM sets t->err and returns 0. */
 static int64_t strtab_id(struct strtab *t, const char *s)
 {
@@ -62,6 +85,11 @@ static int64_t strtab_id(struct strtab *t, const char *s)
 		s = "";
 	if (t->err)
 		return 0;
+	s = strtab_valid(t, s);
+	if (!s) {
+		t->err = -ENOMEM;
+		return 0;
+	}
 	if (t->n + 1 > t->cap && (t->err = strtab_grow(t)))
 		return 0;
 	for (j = hash__str(s) & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
@@ -75,6 +103,9 @@ static int64_t strtab_id(struct strtab *t, const char *s)
 
 static void strtab_free(struct strtab *t)
 {
+	for (size_t i = 0; i < t->nowned; i++)
+		free(t->owned[i]);
+	free(t->owned);
 	free(t->strs);
 	free(t->slots);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -27,8 +28,23 @@
 
 /* Longest /proc/PID/maps line we parse; longer lines are skipped (paths are <= PATH_MAX). */
 #define MAPS_LINE_MAX 4352
-/* Bound on executable mappings kept per process. */
-#define MAPS_MAX 65536
+/*
+ * Bounds per read of a process's maps: executable mappings kept, bytes of their distinct
+ * paths (65,000 mappings of one file with a 4 KiB path were 284 MB when each kept its own
+ * copy), and bytes of /proc/PID/maps read at all. Past the path bound, mappings are kept
+ * without their path; past the others the set is cut (both counted: maps_truncated).
+ */
+#define MAPS_MAX      (64u << 10) /* vm.max_map_count's default is 65530 */
+#define MAPS_STRS_MAX (2u << 20)  /* distinct paths (consecutive repeats stored once) */
+#define MAPS_READ_MAX (512u << 20)
+/*
+ * A miss re-reads a process's maps at most once per REREAD_COST_FACTOR times what its last
+ * read cost: a process whose maps take seconds to format is re-read rarely (its own frames
+ * may stay unnamed a while) instead of taking the consumer's time from every other one.
+ */
+#define REREAD_COST_FACTOR 100
+/* Bytes of map sets (cached, retired and buried processes) when none are configured. */
+#define PROC_DEFAULT_MAX_BYTES (64ull << 20)
 /*
  * Minimum interval between two re-reads of a live process's maps on a lookup miss; it
  * doubles (up to the max) each time a re-read finds nothing new: an address in no mapping
@@ -69,6 +85,7 @@ struct map_set {
 	struct elf_entry **elfs; /* per map; counted in elf_entry.refs */
 	uint8_t *state;		 /* per map: enum elf_state */
 	struct map_set *next;	 /* retired chain */
+	size_t bytes;		 /* what this set holds (counted in proc_cache.bytes) */
 };
 
 struct proc_entry {
@@ -81,11 +98,13 @@ struct proc_entry {
 	bool maps_valid; /* false after exec: next get re-reads */
 	uint64_t last_read_ns;
 	uint64_t reread_ns;    /* current miss re-read interval (backoff) */
+	uint64_t read_cost_ns; /* what the last re-read of the maps took */
 	unsigned same_rereads; /* re-reads in a row that found the same maps */
 	size_t last_hit;
 	struct elf_file *vdso;
 	bool vdso_tried;
 	struct proc_entry *gnext; /* graveyard chain (evicted, freed at gc) */
+	uint64_t grave_bytes;	  /* entry_bytes when buried (counted in grave_bytes) */
 };
 
 struct proc_cache {
@@ -94,7 +113,10 @@ struct proc_cache {
 	struct proc_entry **buckets;
 	size_t nbuckets;
 	size_t nprocs;
-	struct lru_list lru; /* cached processes, most recently used at head */
+	uint64_t bytes;	      /* held by map sets (see struct map_set) */
+	uint64_t grave_bytes; /* ... of which by buried entries (freed at gc) */
+	bool no_query;	      /* PROCMAP_QUERY unsupported: maps are read as text */
+	struct lru_list lru;  /* cached processes, most recently used at head */
 	struct proc_entry *graveyard;
 	size_t ngrave;
 	struct elf_entry **elfs;
@@ -155,6 +177,7 @@ static void map_set_free(struct proc_cache *pc, struct map_set *ms)
 		return;
 	for (size_t i = 0; i < ms->n; i++)
 		elf_entry_unref(pc, ms->elfs[i]);
+	pc->bytes -= ms->bytes;
 	free(ms->maps);
 	free(ms->strs);
 	free(ms->elfs);
@@ -254,6 +277,11 @@ static int builder_add(struct maps_builder *b, const struct parsed_line *pl)
 {
 	struct proc_map *m;
 
+	size_t path_off, last = b->n ? (size_t)(uintptr_t)b->maps[b->n - 1].path : 0;
+	bool repeat = b->n && b->slen - last == pl->path_len + 1 &&
+		      memcmp(b->strs + last, pl->path, pl->path_len) == 0;
+	int ret = 0;
+
 	if (b->n >= MAPS_MAX)
 		return -E2BIG;
 	if (b->n == b->cap) {
@@ -265,20 +293,37 @@ static int builder_add(struct maps_builder *b, const struct parsed_line *pl)
 		b->maps = p;
 		b->cap = cap;
 	}
-	if (b->slen + pl->path_len + 1 > b->scap) {
-		size_t cap = b->scap ? b->scap * 2 : 1024;
-		char *p;
-
-		while (cap < b->slen + pl->path_len + 1)
-			cap *= 2;
-		p = realloc(b->strs, cap);
-		if (!p)
+	if (!b->scap) {
+		b->strs = malloc(1024);
+		if (!b->strs)
 			return -ENOMEM;
-		b->strs = p;
-		b->scap = cap;
+		b->strs[0] = '\0'; /* offset 0: "", the path of mappings past the bound */
+		b->slen = 1;
+		b->scap = 1024;
 	}
-	memcpy(b->strs + b->slen, pl->path, pl->path_len);
-	b->strs[b->slen + pl->path_len] = '\0';
+	if (repeat) {
+		path_off = last;
+	} else if (b->slen + pl->path_len + 1 > MAPS_STRS_MAX) {
+		path_off = 0;
+		ret = -E2BIG; /* kept, without its path */
+	} else {
+		if (b->slen + pl->path_len + 1 > b->scap) {
+			size_t cap = b->scap * 2;
+			char *p;
+
+			while (cap < b->slen + pl->path_len + 1)
+				cap *= 2;
+			p = realloc(b->strs, cap);
+			if (!p)
+				return -ENOMEM;
+			b->strs = p;
+			b->scap = cap;
+		}
+		memcpy(b->strs + b->slen, pl->path, pl->path_len);
+		b->strs[b->slen + pl->path_len] = '\0';
+		path_off = b->slen;
+		b->slen += pl->path_len + 1;
+	}
 
 	m = &b->maps[b->n++];
 	memset(m, 0, sizeof(*m));
@@ -290,9 +335,8 @@ static int builder_add(struct maps_builder *b, const struct parsed_line *pl)
 	m->dev_minor = (uint32_t)pl->minor;
 	m->exec = true;
 	/* strs may still move: store the offset now, fix up pointers at the end */
-	m->path = (const char *)(uintptr_t)b->slen;
-	b->slen += pl->path_len + 1;
-	return 0;
+	m->path = (const char *)(uintptr_t)path_off;
+	return ret;
 }
 
 static int cmp_map(const void *a, const void *b)
@@ -302,7 +346,7 @@ static int cmp_map(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static void handle_line(struct maps_builder *b, char *line, int *err)
+static void handle_line(struct maps_builder *b, char *line, int *err, bool *cut)
 {
 	struct parsed_line pl;
 
@@ -315,40 +359,40 @@ static void handle_line(struct maps_builder *b, char *line, int *err)
 
 		if (e == -ENOMEM)
 			*err = e;
+		else if (e == -E2BIG)
+			*cut = true;
 	}
 }
 
 /* Reads the executable mappings of pid into a new map set. */
-static int read_maps(struct proc_cache *pc, pid_t pid, struct map_set **out)
+/*
+ * Feeds the executable mappings of the maps file open on fd into b from its text. *total:
+ * bytes read. 0 or -errno.
+ */
+static int maps_from_text(int fd, struct maps_builder *b, bool *cut, size_t *total)
 {
-	struct maps_builder b = {0};
-	struct map_set *ms = NULL;
-	char path[320], buf[16384];
-	char *line = NULL;
-	size_t llen = 0;
+	char buf[16384], *line = malloc(MAPS_LINE_MAX + 1);
 	bool skipping = false;
-	int fd = -1, err = 0;
+	size_t llen = 0;
+	int err = 0;
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "%s/%d/maps", pc->proc_root, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	line = malloc(MAPS_LINE_MAX + 1);
-	if (!line) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
+	if (!line)
+		return -ENOMEM;
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		*total += (size_t)n;
+		if (*total > MAPS_READ_MAX) {
+			*cut = true;
+			llen = 0; /* the last line may be cut: not parsed */
+			break;
+		}
 		for (ssize_t i = 0; i < n; i++) {
 			char c = buf[i];
 
 			if (c == '\n') {
 				if (!skipping) {
 					line[llen] = '\0';
-					handle_line(&b, line, &err);
+					handle_line(b, line, &err, cut);
 				}
 				llen = 0;
 				skipping = false;
@@ -360,14 +404,139 @@ static int read_maps(struct proc_cache *pc, pid_t pid, struct map_set **out)
 			}
 		}
 	}
-	if (n < 0) {
+	if (n < 0)
+		err = -errno;
+	/* a last line without '\n' may be cut mid-way: parse it only if complete enough */
+	if (!err && llen && !skipping) {
+		line[llen] = '\0';
+		handle_line(b, line, &err, cut);
+	}
+	free(line);
+	return err;
+}
+
+/* The kernel ABI of PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h), newer than our headers. */
+struct procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start;
+	uint64_t vma_end;
+	uint64_t vma_flags;
+	uint64_t vma_page_size;
+	uint64_t vma_offset;
+	uint64_t inode;
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint32_t vma_name_size;
+	uint32_t build_id_size;
+	uint64_t vma_name_addr;
+	uint64_t build_id_addr;
+};
+#define PROCMAP_QUERY		       _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_EXEC	       0x04
+#define PROCMAP_QUERY_COVERING_OR_NEXT 0x10
+
+/*
+ * Feeds the executable mappings into b through PROCMAP_QUERY: the kernel walks only the
+ * executable ones and names a file only when it differs from the previous mapping's, so a
+ * process with 65,000 mappings of long paths costs milliseconds, not the seconds its
+ * maps text takes to format. -ENOTTY when the kernel has no PROCMAP_QUERY.
+ */
+static int maps_from_query(int fd, struct maps_builder *b, bool *cut, size_t *total)
+{
+	char name[MAPS_LINE_MAX], prev[MAPS_LINE_MAX] = "";
+	uint64_t addr = 0, prev_ino = 0;
+	uint32_t prev_maj = 0, prev_min = 0;
+	bool have_prev = false;
+	int err = 0, rc;
+
+	for (;;) {
+		struct procmap_query q = {.size = sizeof(q),
+					  .query_flags = PROCMAP_QUERY_VMA_EXEC |
+							 PROCMAP_QUERY_COVERING_OR_NEXT,
+					  .query_addr = addr};
+		struct parsed_line pl;
+
+		if (ioctl(fd, PROCMAP_QUERY, &q)) {
+			err = errno == ENOENT ? 0 : -errno; /* ENOENT: no further mapping */
+			break;
+		}
+		*total += sizeof(q);
+		memset(&pl, 0, sizeof(pl));
+		pl.start = q.vma_start;
+		pl.end = q.vma_end;
+		pl.offset = q.vma_offset;
+		pl.inode = q.inode;
+		pl.major = q.dev_major;
+		pl.minor = q.dev_minor;
+		memcpy(pl.perms, "r-xp", 4);
+		if (have_prev && q.inode && q.inode == prev_ino && q.dev_major == prev_maj &&
+		    q.dev_minor == prev_min) {
+			pl.path = prev;
+		} else {
+			/* again, with room for the name (files, and [vdso]-like special names) */
+			q.vma_name_size = sizeof(name);
+			q.vma_name_addr = (uint64_t)(uintptr_t)name;
+			q.query_addr = q.vma_start;
+			q.query_flags = PROCMAP_QUERY_VMA_EXEC | PROCMAP_QUERY_COVERING_OR_NEXT;
+			name[0] = '\0';
+			rc = ioctl(fd, PROCMAP_QUERY, &q) ? -errno : 0;
+			if (rc && rc != -ENAMETOOLONG) {
+				err = rc == -ENOENT ? 0 : rc;
+				break;
+			}
+			if (q.vma_start != pl.start)
+				continue; /* changed meanwhile: take it from the top of the loop */
+			if (rc || !q.vma_name_size)
+				name[0] = '\0';
+			name[sizeof(name) - 1] = '\0';
+			memcpy(prev, name, sizeof(prev));
+			prev_ino = q.inode;
+			prev_maj = q.dev_major;
+			prev_min = q.dev_minor;
+			have_prev = true;
+			pl.path = prev;
+		}
+		pl.path_len = strlen(pl.path);
+		err = builder_add(b, &pl);
+		if (err == -E2BIG) {
+			*cut = true;
+			err = 0;
+			if (b->n >= MAPS_MAX)
+				break;
+		}
+		if (err || pl.end <= addr)
+			break;
+		addr = pl.end;
+	}
+	return err;
+}
+
+/* Reads the executable mappings of pid into a new map set. */
+static int read_maps(struct proc_cache *pc, pid_t pid, struct map_set **out)
+{
+	struct maps_builder b = {0};
+	struct map_set *ms = NULL;
+	char path[320];
+	bool cut = false;
+	size_t total = 0;
+	int fd = -1, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%d/maps", pc->proc_root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		err = -errno;
 		goto cleanup;
 	}
-	/* a last line without '\n' may be cut mid-way: parse it only if complete enough */
-	if (llen && !skipping) {
-		line[llen] = '\0';
-		handle_line(&b, line, &err);
+	err = pc->no_query ? -ENOTTY : maps_from_query(fd, &b, &cut, &total);
+	if (err == -ENOTTY || err == -EINVAL || err == -EOPNOTSUPP) {
+		/* no PROCMAP_QUERY here (before 6.11, or not a procfs file): the text */
+		pc->no_query = true;
+		b.n = 0;
+		b.slen = b.scap ? 1 : 0;
+		cut = false;
+		err = maps_from_text(fd, &b, &cut, &total);
 	}
 	if (err)
 		goto cleanup;
@@ -415,15 +584,24 @@ static int read_maps(struct proc_cache *pc, pid_t pid, struct map_set **out)
 	ms->maps = b.maps;
 	ms->n = k;
 	ms->strs = b.strs;
+	ms->bytes = sizeof(*ms) + b.cap * sizeof(*b.maps) + b.scap +
+		    b.n * (sizeof(*ms->elfs) + sizeof(*ms->state));
+	pc->bytes += ms->bytes;
+	if (cut) {
+		pc->stats.maps_truncated++;
+		pr_debug("maps of %d cut at %zu executable mappings / %zu bytes read", (int)pid,
+			 b.n, total);
+	}
 	b.maps = NULL;
 	b.strs = NULL;
 	*out = ms;
 	ms = NULL;
 	pc->stats.maps_reads++;
+	pr_debug("maps of %d: %zu executable mappings (%s, %zu KiB)", (int)pid, b.n,
+		 pc->no_query ? "text" : "PROCMAP_QUERY", total >> 10);
 cleanup:
 	if (fd >= 0)
 		close(fd);
-	free(line);
 	free(b.maps);
 	free(b.strs);
 	map_set_free(pc, ms);
@@ -483,10 +661,21 @@ static void hash_unlink(struct proc_cache *pc, struct proc_entry *e)
 	e->hnext = NULL;
 }
 
+/* Bytes held by e's map sets (current and retired). */
+static uint64_t entry_bytes(const struct proc_entry *e)
+{
+	uint64_t n = e->cur ? e->cur->bytes : 0;
+
+	for (const struct map_set *ms = e->retired; ms; ms = ms->next)
+		n += ms->bytes;
+	return n;
+}
+
 static void proc_entry_free(struct proc_cache *pc, struct proc_entry *e)
 {
 	struct map_set *ms, *next;
 
+	pc->grave_bytes -= e->grave_bytes;
 	map_set_free(pc, e->cur);
 	for (ms = e->retired; ms; ms = next) {
 		next = ms->next;
@@ -502,6 +691,8 @@ static void proc_entry_bury(struct proc_cache *pc, struct proc_entry *e)
 	hash_unlink(pc, e);
 	lru__unlink(&pc->lru, &e->lru);
 	pc->nprocs--;
+	e->grave_bytes = entry_bytes(e);
+	pc->grave_bytes += e->grave_bytes;
 	e->gnext = pc->graveyard;
 	pc->graveyard = e;
 	pc->ngrave++;
@@ -541,6 +732,8 @@ struct proc_cache *proc_cache__new(const struct proc_cache_config *cfg)
 		pc->cfg.max_procs = 4096;
 	if (!pc->cfg.max_elf_files)
 		pc->cfg.max_elf_files = 1024;
+	if (!pc->cfg.max_bytes)
+		pc->cfg.max_bytes = PROC_DEFAULT_MAX_BYTES;
 	snprintf(pc->proc_root, sizeof(pc->proc_root), "%s",
 		 cfg->proc_root ? cfg->proc_root : "/proc");
 	while (nb < pc->cfg.max_procs && nb < (1u << 20))
@@ -622,6 +815,13 @@ struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid)
 	lru__push_head(&pc->lru, &e->lru);
 	pc->nprocs++;
 	pc->stats.procs = pc->nprocs;
+	/* past the byte bound, the least recently used others go (freed at the next gc) */
+	while (pc->bytes - pc->grave_bytes > pc->cfg.max_bytes && pc->lru.tail &&
+	       pc->lru.tail != &e->lru) {
+		proc_entry_bury(pc, lru_entry(pc->lru.tail, struct proc_entry, lru));
+		pc->stats.proc_evictions++;
+		pc->stats.byte_evictions++;
+	}
 	return &e->p;
 }
 
@@ -677,6 +877,7 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 	const struct proc_map *m;
 	struct map_set *ms = NULL;
 	uint64_t now;
+	int err;
 
 	m = search(e, addr);
 	if (m)
@@ -686,10 +887,13 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 	now = clock__mono_ns();
 	if (e->reread_ns < REREAD_INTERVAL_NS)
 		e->reread_ns = REREAD_INTERVAL_NS;
-	if (e->maps_valid && now - e->last_read_ns < e->reread_ns)
+	if (e->maps_valid && (now - e->last_read_ns < e->reread_ns ||
+			      now - e->last_read_ns < e->read_cost_ns * REREAD_COST_FACTOR))
 		goto miss;
 	e->last_read_ns = now;
-	if (read_maps(pc, p->pid, &ms))
+	err = read_maps(pc, p->pid, &ms);
+	e->read_cost_ns = clock__mono_ns() - now;
+	if (err)
 		goto miss;
 	if (e->maps_valid && same_maps(e->cur, ms)) {
 		/* nothing changed: keep the current set (and every cache keyed on its gen) */
@@ -1058,6 +1262,7 @@ void proc_cache__gc(struct proc_cache *pc)
 void proc_cache__stats(const struct proc_cache *pc, struct proc_cache_stats *out)
 {
 	*out = pc->stats;
+	out->bytes = pc->bytes;
 	out->procs = pc->nprocs;
 	out->elf_files = pc->nelfs;
 }

@@ -37,6 +37,7 @@ struct proc {
 struct proc_cache_config {
 	size_t max_procs;      /* bound on cached processes (LRU beyond it) */
 	size_t max_elf_files;  /* bound on open ELF files shared by (dev, inode) */
+	uint64_t max_bytes;    /* bound on map-set bytes (0: 64 MiB; evicts LRU processes) */
 	const char *proc_root; /* "/proc" (tests may point elsewhere) */
 };
 
@@ -45,6 +46,9 @@ struct proc_cache_stats {
 	uint64_t rereads_unchanged; /* re-reads on a miss that found the same maps */
 	uint64_t files_rejected;    /* a path in a process's root was not the mapped regular file */
 	uint64_t deleted_skipped;   /* "(deleted)" mappings left unopened (map_files unreadable) */
+	uint64_t maps_truncated;    /* maps reads cut by the per-process bounds */
+	uint64_t byte_evictions;    /* processes evicted by max_bytes (also in proc_evictions) */
+	uint64_t bytes;		    /* held by map sets now */
 };
 
 struct proc_cache *proc_cache__new(const struct proc_cache_config *cfg);

@@ -191,6 +191,8 @@ static size_t put_utf8(char *dst, uint32_t cp)
 		dst[1] = (char)(0x80 | (cp & 0x3f));
 		return 2;
 	}
+	if (cp >= 0xd800 && cp <= 0xdfff)
+		cp = 0xfffd; /* a lone surrogate (os.fsdecode of a non-UTF-8 path) */
 	if (cp < 0x10000) {
 		dst[0] = (char)(0xe0 | (cp >> 12));
 		dst[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
@@ -283,7 +285,8 @@ static int entry_fill(struct pycode_cache *pc, struct pc_entry *e, const struct 
 	int64_t lt_len;
 	int32_t first;
 
-	if (l->co_read > sizeof(co) || (size_t)l->bytes_data + 8 > sizeof(bh))
+	if (l->co_read > sizeof(co) || (size_t)l->bytes_data + 8 > sizeof(bh) ||
+	    (size_t)l->bytes_size + 8 > l->bytes_data)
 		return -EINVAL;
 	pc->stats.reads++;
 	if (mem_read(&m, e->code, co, l->co_read)) {

@@ -177,8 +177,9 @@ int py_layout__from_debug_offsets(const uint8_t *buf, size_t len, int minor, str
 	    !small_off(w[d->co_linetable] + 8, w[d->co_size] + 1) ||
 	    !small_off(w[d->co_firstlineno] + 8, w[d->co_size] + 1) ||
 	    !small_off(w[d->co_adaptive], w[d->co_size] + 1) || w[d->ob_type] != 8 ||
-	    !small_off(w[d->bytes_size], 64) || !small_off(w[d->bytes_sval], 64) ||
-	    !small_off(w[d->str_state], 64) || !small_off(w[d->str_length], 64) ||
+	    /* 8-byte fields read inside 64-byte header copies (python_code.c) */
+	    w[d->bytes_size] + 8 > w[d->bytes_sval] || w[d->bytes_sval] + 8 > 64 ||
+	    w[d->str_state] + 4 > 64 || w[d->str_length] + 8 > 64 ||
 	    (w[d->str_ascii_size] != 40 && w[d->str_ascii_size] != 48))
 		return -EINVAL;
 

@@ -20,6 +20,7 @@ SRC = os.environ.get("TEST_SRC_DIR", "tests")
 HOSTILE = os.path.join(SRC, "hostile")
 CUDA_DIR = os.environ.get("CUDA_TEST_DIR", "build/tests/cuda")
 FAKE_DRV = os.path.join(CUDA_DIR, "fakedrv", "libcuda.so.1")
+HOSTILE_BIN = os.environ.get("HOSTILE_BIN", "build/tests/hostile")
 PY = sys.executable
 
 
@@ -149,6 +150,96 @@ class HugeLineTables(unittest.TestCase):
         self.assertGreater(deep, total * 0.9, "samples with all 185 frames named: %d of %d"
                            % (deep, total))
 
+
+
+class DwarfBomb(unittest.TestCase):
+    """Finding 3: a 2 MB library whose .debug_info inflates to 2 GiB (zlib of zeros), hot
+    under `record --source-lines` (which accepts up to 1 GiB of DWARF). Its size was judged
+    as stored: mlprof inflated it (1 GB RSS). Now the decompressed size and the ratio are
+    read from the compression header first: the file gets no source lines, its function is
+    still named, and mlprof stays small."""
+
+    def test_decompression_bomb(self):
+        need_root(self)
+        lib = os.path.join(HOSTILE_BIN, "libdwarfbomb.so")
+        if not os.path.exists(lib):
+            self.fail("missing %s (built with the tests)" % lib)
+        d = tmpdir()
+        bomb = os.path.join(d, "libbomb.so")
+        hostile = start([PY, os.path.join(HOSTILE, "dwarf_bomb.py"), lib, bomb, "12"])
+        try:
+            rec = Recording(hostile.pid, ["--source-lines", "--cuda", "none", "--no-memory",
+                                          "--log-level", "info"], 4,
+                            os.path.join(d, "bomb.pb.gz"))
+        finally:
+            hostile.kill()
+            hostile.wait()
+        rec.check_exit(self, max_rss_mb=150)
+        self.assertRegex(rec.stderr, r"dwarf: /proc/\d+/map_files/[0-9a-f-]+: DWARF section "
+                         r"headers unreadable or inflating over 200:1: no source lines")
+        _, st = stacks_of(rec.out)
+        burn = sum(v for names, v, _ in st if names and names[0] == "bomb_burn")
+        total = sum(v for _, v, _ in st)
+        self.assertGreater(burn, total * 0.8, "bomb_burn leaf in %d of %d samples" % (burn,
+                                                                                     total))
+        _, cpu_us = summary_samples(rec.stderr)
+        self.assertLess(cpu_us, 3000, rec.stderr[-2000:])
+
+
+class ManyMaps(unittest.TestCase):
+    """Finding 5: one process with 60,000 executable mappings of a file whose path is ~4 KiB
+    (its /proc/PID/maps is ~250 MB of text). The process cache counted 8 KiB per process,
+    kept 65,536 mappings of any path length per process and read the maps whole: 284 MB and
+    1.9 s of system time per read. Now a read stops at 32 MiB, a process keeps at most 8192
+    executable mappings and 2 MiB of paths, and the cache is bounded in bytes: mlprof stays
+    small, still profiles the process, and says the maps were cut (metric)."""
+
+    def test_many_long_mappings(self):
+        need_root(self)
+        d = tmpdir()
+        hostile = subprocess.Popen([PY, os.path.join(HOSTILE, "many_maps.py"), d, "60000",
+                                    "12"], stdout=subprocess.PIPE, text=True)
+        try:
+            ready = json.loads(hostile.stdout.readline())
+            self.assertGreater(ready["maps"], 30000, ready)
+            rec = Recording(hostile.pid, ["--cuda", "all", "--no-memory"], 4,
+                            os.path.join(d, "maps.pb.gz"))
+        finally:
+            hostile.kill()
+            hostile.wait()
+        rec.check_exit(self, max_rss_mb=150)
+        n, cpu_us = summary_samples(rec.stderr)
+        self.assertGreater(n, 100, rec.stderr[-2000:])
+        _, st = stacks_of(rec.out)
+        py = sum(v for names, v, _ in st if "<module>" in names)
+        self.assertGreater(py, n * 0.8, "samples with the Python chain: %d of %d" % (py, n))
+
+
+class SparseSections(unittest.TestCase):
+    """Finding 4: a sparse 4 GiB file (a library's few KiB on disk) with extended section
+    numbering claims ~67 million section headers and is mapped executable. The count was
+    bounded only by the file's size (1.4 GB calloc, 2.7 GB RSS). Now more than 65,536
+    sections is not an ELF file mlprof reads: it stays small and profiles the process."""
+
+    def test_sparse_extended_numbering(self):
+        need_root(self)
+        lib = os.path.join(HOSTILE_BIN, "libdwarfbomb.so")
+        if not os.path.exists(lib):
+            self.fail("missing %s (built with the tests)" % lib)
+        d = tmpdir()
+        hostile = start([PY, os.path.join(HOSTILE, "sparse_sections.py"), lib,
+                         os.path.join(d, "libsparse.so"), "12"])
+        try:
+            rec = Recording(hostile.pid, ["--cuda", "all", "--no-memory"], 4,
+                            os.path.join(d, "sparse.pb.gz"))
+        finally:
+            hostile.kill()
+            hostile.wait()
+        rec.check_exit(self, max_rss_mb=150)
+        n, _ = summary_samples(rec.stderr)
+        _, st = stacks_of(rec.out)
+        py = sum(v for names, v, _ in st if "<module>" in names)
+        self.assertGreater(py, n * 0.8, "samples with the Python chain: %d of %d" % (py, n))
 
 
 if __name__ == "__main__":
