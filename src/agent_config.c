@@ -688,6 +688,14 @@ static int check_regex(struct loader *ld, const char *what, const char *re)
 	return 0;
 }
 
+/* "invalid --url": the URL shown with its credentials redacted (userinfo, query). */
+static int bad_url(struct loader *ld, const char *url, const char *why)
+{
+	char shown[1024];
+
+	return fail(ld, "invalid --url '%s': %s", redact__url(url, shown, sizeof(shown)), why);
+}
+
 /* The authority of an http(s) URL names a host, and a port when given is 1..65535. */
 static int check_url_host(struct loader *ld, const char *url)
 {
@@ -713,11 +721,11 @@ static int check_url_host(struct loader *ld, const char *url)
 		errno = 0;
 		port = strtoul(colon + 1, &pe, 10);
 		if (pe != end || colon + 1 == end || errno || !port || port > 65535)
-			return fail(ld, "invalid --url '%s': port must be 1..65535", url);
+			return bad_url(ld, url, "port must be 1..65535");
 	}
 	return 0;
 nohost:
-	return fail(ld, "invalid --url '%s': no host (expected http[s]://HOST[:PORT][/PATH])", url);
+	return bad_url(ld, url, "no host (expected http[s]://HOST[:PORT][/PATH])");
 }
 
 static int validate(struct loader *ld, char **envp)
@@ -747,7 +755,7 @@ static int validate(struct loader *ld, char **envp)
 				    c->cuda);
 	}
 	if (*c->url && strncmp(c->url, "http://", 7) != 0 && strncmp(c->url, "https://", 8) != 0)
-		return fail(ld, "invalid --url '%s': expected http:// or https://", c->url);
+		return bad_url(ld, c->url, "expected http:// or https://");
 	if (*c->url && (err = check_url_host(ld, c->url)))
 		return err;
 	if (!*c->url && !*c->output_dir)

@@ -128,11 +128,11 @@ static const struct {
 	[M_PROC_EVICT] = {"mlprof_proc_evictions_total", METRIC_COUNTER,
 			  "Processes evicted from the process cache"},
 	[M_PROC_BYTES] = {"mlprof_proc_cache_bytes", METRIC_GAUGE,
-			  "Bytes of process maps held by the process cache (bounded: 64 MiB, "
+			  "Bytes of process maps held by the process cache (bounded: 32 MiB, "
 			  "least recently used processes evicted past it)"},
 	[M_PROC_MAPS_CUT] = {"mlprof_proc_maps_truncated_total", METRIC_COUNTER,
-			     "Reads of a process's maps cut by the per-process bounds (8192 "
-			     "executable mappings, 2 MiB of paths, 32 MiB read)"},
+			     "Reads of a process's maps cut by the per-process bounds (65536 "
+			     "executable mappings, 2 MiB of distinct paths, 512 MiB read)"},
 	[M_ELF] = {"mlprof_elf_files", METRIC_GAUGE, "Open ELF files"},
 	[M_PY_PROCS] = {"mlprof_python_processes_total", METRIC_COUNTER,
 			"Processes recognized as CPython, by version"},

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "exporter.h"
 #include "gzip.h"
 #include "hash.h"
@@ -176,8 +177,12 @@ static enum export_status file_send(struct exporter *e, const struct export_item
 	file_stem(service, kind, svc, sizeof(svc));
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	if (mkdir(c->out_dir, 0755) && errno != EEXIST)
+	/* removed while the agent runs: made again, parents included */
+	n = fsutil__mkdir_p(c->out_dir, 0755);
+	if (n) {
+		errno = -n;
 		goto fail;
+	}
 	/* .pb.gz: gzip the pprof unless it already is */
 	if (!gzip__is_gzip(it->pprof, len)) {
 		n = gzip__compress(it->pprof, it->pprof_len, &gz, &len);

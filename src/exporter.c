@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "export_http.h"
 #include "exporter.h"
+#include "fsutil.h"
 #include "pprof_limits.h"
 #include "spool.h"
 
@@ -659,6 +660,12 @@ struct exporter *exporter__new(const struct exporter_config *cfg)
 	if (cfg->kind == EXPORTER_FILE && (!cfg->out_dir || !*cfg->out_dir)) {
 		pr_err("file exporter needs an output directory");
 		goto inval;
+	}
+	/* created (with its parents) now, or a clear error at start, not lost profiles later */
+	if (cfg->kind == EXPORTER_FILE && (err = fsutil__mkdir_p(cfg->out_dir, 0755))) {
+		pr_err("cannot use output directory %s: %s", cfg->out_dir, strerror(-err));
+		errno = -err;
+		return NULL;
 	}
 	if (cfg->kind != EXPORTER_FILE && (!cfg->url || strncmp(cfg->url, "http", 4))) {
 		char shown[1024];

@@ -24,10 +24,21 @@
 
 #define HTTPD_MAX_CONNS	  32
 #define HTTPD_MAX_REQUEST 8192
-#define HTTPD_IDLE_MS	  10000
+/*
+ * A client has HTTPD_HEADER_MS from its connect to send its request headers, and
+ * HTTPD_WRITE_MS to take the response. At most HTTPD_PER_PEER connections per peer address;
+ * when every slot is taken, a new connection replaces the oldest one still waiting for its
+ * request. Together: idle or slow clients cannot keep /healthz from answering (32 idle
+ * connections held the slots for 10 s each and the kubelet restarted the agent).
+ */
+#define HTTPD_HEADER_MS 2000
+#define HTTPD_WRITE_MS	10000
+#define HTTPD_PER_PEER	4
 
 struct conn {
 	int fd;
+	struct sockaddr_storage peer;
+	int64_t accepted_ms;
 	char req[HTTPD_MAX_REQUEST + 1];
 	size_t req_len;
 	char *out; /* response bytes (malloc'd) */
@@ -102,6 +113,7 @@ static void respond(struct conn *c, int status, const char *ctype, const char *b
 		memcpy(c->out + hl, body, blen);
 	c->out_len = (size_t)hl + blen;
 	c->out_off = 0;
+	c->deadline_ms = now_ms() + HTTPD_WRITE_MS;
 }
 
 static void handle_request(struct httpd *h, struct conn *c)
@@ -179,27 +191,76 @@ static void conn_write(struct conn *c)
 	}
 }
 
+/* True when a and b are the same peer address (the port aside). */
+static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr,
+			       sizeof(struct in6_addr));
+	return true;
+}
+
+/*
+ * A slot for a new connection from peer: a free one while the peer holds fewer than its
+ * share, else the oldest connection still waiting for its request (of that peer when it
+ * holds its share, else of anyone), closed for it; NULL when all slots are answering.
+ */
+static struct conn *conn_slot(struct httpd *h, const struct sockaddr_storage *peer)
+{
+	struct conn *free_slot = NULL, *oldest = NULL, *oldest_mine = NULL, *take;
+	int mine = 0;
+
+	for (int i = 0; i < HTTPD_MAX_CONNS; i++) {
+		struct conn *c = &h->conns[i];
+		bool same;
+
+		if (c->fd < 0) {
+			if (!free_slot)
+				free_slot = c;
+			continue;
+		}
+		same = same_peer(&c->peer, peer);
+		mine += same;
+		if (c->out)
+			continue; /* answering: kept */
+		if (!oldest || c->accepted_ms < oldest->accepted_ms)
+			oldest = c;
+		if (same && (!oldest_mine || c->accepted_ms < oldest_mine->accepted_ms))
+			oldest_mine = c;
+	}
+	take = mine >= HTTPD_PER_PEER ? oldest_mine : free_slot ? free_slot : oldest;
+	if (take && take->fd >= 0)
+		conn_close(take);
+	return take;
+}
+
 static void accept_conns(struct httpd *h)
 {
 	for (;;) {
-		int fd = accept4(h->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct conn *slot = NULL;
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(h->lfd, (struct sockaddr *)&peer, &plen,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct conn *slot;
 
 		if (fd < 0)
 			return;
-		for (int i = 0; i < HTTPD_MAX_CONNS; i++) {
-			if (h->conns[i].fd < 0) {
-				slot = &h->conns[i];
-				break;
-			}
-		}
+		slot = conn_slot(h, &peer);
 		if (!slot) {
-			close(fd); /* bounded: drop when full */
+			close(fd); /* bounded: every slot is answering */
 			continue;
 		}
 		slot->fd = fd;
+		slot->peer = peer;
 		slot->req_len = 0;
-		slot->deadline_ms = now_ms() + HTTPD_IDLE_MS;
+		slot->accepted_ms = now_ms();
+		slot->deadline_ms = slot->accepted_ms + HTTPD_HEADER_MS;
 	}
 }
 

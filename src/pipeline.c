@@ -940,7 +940,7 @@ static int on_event(void *ctx, const void *data, size_t size)
  * The process cache: map sets bounded by bytes (proc_cache_config.max_bytes; evicted ones
  * are freed at the next gc, so up to twice that), plus each entry's own struct.
  */
-#define PROC_MAPS_BYTES	 (64ull << 20)
+#define PROC_MAPS_BYTES	 (32ull << 20)
 #define PROC_ENTRY_BYTES 1024u
 
 /* See pipeline.h. */

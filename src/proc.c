@@ -44,7 +44,7 @@
  */
 #define REREAD_COST_FACTOR 100
 /* Bytes of map sets (cached, retired and buried processes) when none are configured. */
-#define PROC_DEFAULT_MAX_BYTES (64ull << 20)
+#define PROC_DEFAULT_MAX_BYTES (32ull << 20)
 /*
  * Minimum interval between two re-reads of a live process's maps on a lookup miss; it
  * doubles (up to the max) each time a re-read finds nothing new: an address in no mapping

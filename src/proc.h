@@ -37,7 +37,7 @@ struct proc {
 struct proc_cache_config {
 	size_t max_procs;      /* bound on cached processes (LRU beyond it) */
 	size_t max_elf_files;  /* bound on open ELF files shared by (dev, inode) */
-	uint64_t max_bytes;    /* bound on map-set bytes (0: 64 MiB; evicts LRU processes) */
+	uint64_t max_bytes;    /* bound on map-set bytes (0: 32 MiB; evicts LRU processes) */
 	const char *proc_root; /* "/proc" (tests may point elsewhere) */
 };
 

@@ -30,8 +30,12 @@ static void one_url(struct out *o, const char *u, size_t n)
 
 	if (scheme && scheme + 2 < end && scheme[1] == '/' && scheme[2] == '/')
 		auth = scheme + 3;
-	/* userinfo: the last '@' before the path ('@' may sit in a password) */
-	for (q = auth; q < end && *q != '/' && *q != '?' && *q != '#'; q++)
+	/*
+	 * userinfo: up to the last '@' of the URL. A password may hold '@', '/', '?' or '#'
+	 * (unescaped, as users type them): where the authority ends cannot be told, so an '@'
+	 * in a path also hides what precedes it (a log line loses detail, never a secret).
+	 */
+	for (q = auth; q < end; q++)
 		if (*q == '@')
 			at = q;
 	if (at) {

@@ -15,6 +15,7 @@
 #include <zstd.h>
 
 #include "spool.h"
+#include "fsutil.h"
 
 #define LOG_MODULE "spool"
 #include "log.h"
@@ -162,31 +163,6 @@ cleanup:
 	return err;
 }
 
-/* mkdir -p: creates dir and its missing parents (0700 for the spool itself). 0 or -errno. */
-static int mkdir_parents(const char *dir)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	size_t len = strlen(dir), i;
-
-	if (len >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, len + 1);
-	for (i = 1; i < len; i++) {
-		if (path[i] != '/')
-			continue;
-		path[i] = 0;
-		if (mkdir(path, 0755) && errno != EEXIST)
-			return -errno;
-		path[i] = '/';
-	}
-	if (mkdir(path, 0700) && errno != EEXIST)
-		return -errno;
-	if (stat(path, &st))
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
 struct spool *spool__open(const char *dir, uint64_t max_bytes, unsigned int max_age_s)
 {
 	struct spool *s;
@@ -196,7 +172,7 @@ struct spool *spool__open(const char *dir, uint64_t max_bytes, unsigned int max_
 		errno = EINVAL;
 		return NULL;
 	}
-	err = mkdir_parents(dir);
+	err = fsutil__mkdir_p(dir, 0700);
 	if (err) {
 		errno = -err;
 		pr_err("cannot create spool directory %s: %s", dir, strerror(errno));
@@ -707,7 +683,7 @@ int spool__dest_dir(const char *root, const char *destination, char *out, size_t
 		h = (h ^ (uint8_t)*p) * 1099511628211ull;
 	if ((size_t)snprintf(out, len, "%s/%016" PRIx64, root, h) >= len)
 		return -ENAMETOOLONG;
-	err = mkdir_parents(out);
+	err = fsutil__mkdir_p(out, 0700);
 	if (err) {
 		pr_err("cannot create spool directory %s: %s", out, strerror(-err));
 		return err;

@@ -109,7 +109,9 @@ class Profile:
                         fnc[key] = x
                 self.functions[fnc["id"]] = fnc
             elif fn == 6:
-                self.strings.append(v.decode("utf-8", "replace"))
+                # strict: profile.proto's strings must be UTF-8 (strict decoders reject
+                # the whole profile otherwise)
+                self.strings.append(v.decode("utf-8"))
             elif fn == 9:
                 self.time_nanos = _signed(v)
             elif fn == 10:

@@ -73,6 +73,18 @@ class AgentCli(unittest.TestCase):
             self.assertEqual(cp.returncode, 2, cp.stderr)
             self.assertEqual(cp.stderr, "mlprof agent: invalid --url '%s': %s\n" % (url, why))
 
+    def test_invalid_url_hides_credentials(self):
+        """Issue 19, finding 7: an invalid --url was echoed raw, password included."""
+        for url, why in (("http://user:s3cret@pyroscope:0", "port must be 1..65535"),
+                         ("ftp://user:s3cret@pyroscope", "expected http:// or https://"),
+                         ("http://user:s3/cret@", "port must be 1..65535")):
+            cp = subprocess.run([MLPROF, "agent", "--url", url], capture_output=True,
+                                text=True, timeout=30)
+            self.assertEqual(cp.returncode, 2, cp.stderr)
+            self.assertNotIn("s3", cp.stderr)
+            self.assertIn("<redacted>", cp.stderr)
+            self.assertIn(why, cp.stderr)
+
     def test_backend_down_retries_and_exit_message(self):
         need_root(self)
         dead = free_port()  # nothing listens here
@@ -99,6 +111,26 @@ class AgentCli(unittest.TestCase):
         files = glob.glob(os.path.join(where, "*.spool"))
         self.assertEqual(len(files), int(m.group(1)), log)
         self.assertEqual(glob.glob(os.path.join(spool, "*.spool")), [], "flat spool files")
+
+    def test_output_dir_made_or_refused_at_start(self):
+        """Issue 19, finding 11: --output-dir A/B with A missing is created (it used to say
+        "writing profiles to A/B" and then lose every profile); a directory that cannot
+        be made is one error line at start and exit 1."""
+        need_root(self)
+        out = os.path.join(self.dir, "missing", "parent", "out")
+        rc, log, _ = self.run_agent(["--output-dir", out, "--memory=false"], 4)
+        self.assertEqual(rc, 0, log)
+        self.assertNotIn("cannot write", log)
+        self.assertTrue(glob.glob(os.path.join(out, "*.pb.gz")), "no profiles in %s:\n%s"
+                        % (out, log))
+        blocker = os.path.join(self.dir, "a-file")
+        open(blocker, "w").close()
+        cp = subprocess.run([MLPROF, "agent", "--output-dir", os.path.join(blocker, "x"),
+                             "--metrics-addr", "off", "--k8s", "off"], capture_output=True,
+                            text=True, timeout=30)
+        self.assertEqual(cp.returncode, 1, cp.stderr)
+        self.assertIn("mlprof: exporter: cannot use output directory %s/x: Not a directory\n"
+                      % blocker, cp.stderr)
 
     def test_ml_only_says_what_it_filters(self):
         need_root(self)

@@ -9,12 +9,14 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 import unittest
+import urllib.request
 
-from itutil import MLPROF, need_root, run_main, stacks_of, tmpdir
+from itutil import MLPROF, free_port, need_root, run_main, stacks_of, tmpdir
 
 SRC = os.environ.get("TEST_SRC_DIR", "tests")
 HOSTILE = os.path.join(SRC, "hostile")
@@ -240,6 +242,90 @@ class SparseSections(unittest.TestCase):
         _, st = stacks_of(rec.out)
         py = sum(v for names, v, _ in st if "<module>" in names)
         self.assertGreater(py, n * 0.8, "samples with the Python chain: %d of %d" % (py, n))
+
+
+class BadStrings(unittest.TestCase):
+    """Finding 8: a code object's file name and name with lone surrogates (a non-UTF-8 path
+    as Python decodes it) were written into the pprof string table as invalid UTF-8, which
+    strict decoders reject (the whole profile is lost). Now every string is valid UTF-8:
+    pprof_reader decodes strictly, and the frame shows U+FFFD where the surrogate was."""
+
+    def test_lone_surrogates(self):
+        need_root(self)
+        d = tmpdir()
+        hostile = start([PY, os.path.join(HOSTILE, "bad_filenames.py"), "12"])
+        try:
+            rec = Recording(hostile.pid, ["--cuda", "none", "--no-memory"], 3,
+                            os.path.join(d, "strings.pb.gz"))
+        finally:
+            hostile.kill()
+            hostile.wait()
+        rec.check_exit(self)
+        prof, st = stacks_of(rec.out)  # strict UTF-8 (pprof_reader)
+        name = "bad_\ufffd_name"
+        hits = sum(v for names, v, _ in st if name in names)
+        self.assertGreater(hits, 50, [names[:4] for names, _, _ in st[:5]])
+        self.assertIn("/tmp/bad_\ufffd_dir/w\ufffdrk.py", prof.strings)
+
+
+class MetricsListener(unittest.TestCase):
+    """Finding 6: 32 idle connections to the metrics port made /healthz fail for 10 s
+    (the DaemonSet's liveness probe restarts the agent: any pod that reaches the port could
+    keep it in a restart loop). Now: 2 s to send a request, 4 connections per peer, and a
+    newcomer replaces the oldest connection still waiting: /healthz answers while 60
+    connections sit idle or trickle their headers a byte at a time."""
+
+    def test_idle_connections_cannot_starve_healthz(self):
+        need_root(self)
+        d = tmpdir()
+        port = free_port()
+        sleeper = subprocess.Popen(["sleep", "60"])
+        log = open(os.path.join(d, "agent.log"), "w")
+        agent = subprocess.Popen([MLPROF, "agent", "--output-dir", os.path.join(d, "out"),
+                                  "--metrics-addr", "127.0.0.1:%d" % port, "--k8s", "off",
+                                  "--pid", str(sleeper.pid)], stdout=log,
+                                 stderr=subprocess.STDOUT)
+        socks = []
+        try:
+            deadline = time.time() + 20
+            while True:
+                try:
+                    urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port,
+                                           timeout=1).read()
+                    break
+                except OSError:
+                    self.assertLess(time.time(), deadline, "agent did not start")
+                    time.sleep(0.2)
+            for i in range(60):
+                s = socket.create_connection(("127.0.0.1", port))
+                if i % 2:
+                    s.send(b"GET /metr")  # slowloris: never finishes its headers
+                socks.append(s)
+            ok, t_end = 0, time.time() + 5
+            while time.time() < t_end:
+                for s in socks[1::2]:
+                    try:
+                        s.send(b"i")
+                    except OSError:
+                        pass
+                with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port,
+                                            timeout=1) as r:
+                    self.assertEqual(r.status, 200)
+                    ok += 1
+                time.sleep(0.2)
+            self.assertGreater(ok, 15)
+            t0 = time.monotonic()
+            agent.send_signal(signal.SIGTERM)
+            self.assertEqual(agent.wait(timeout=10), 0)
+            self.assertLess(time.monotonic() - t0, 2.0)
+        finally:
+            for s in socks:
+                s.close()
+            for p in (agent, sleeper):
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            log.close()
 
 
 if __name__ == "__main__":

@@ -90,7 +90,24 @@ static void test_debug_offsets_real(void)
 		      "thread list offsets");
 		/* the same block claims another version: refused */
 		CHECK_INT(py_layout__from_debug_offsets(buf, sizeof(buf), 14, &dbg), -EINVAL);
-		/* hostile blocks: bad cookie, offsets past the frame, short buffer */
+		/*
+		 * hostile blocks: 8-byte fields declared at offsets whose 8 bytes end past the
+		 * 64-byte header copies (bytes object size, word 65 in the 3.13 layout; str
+		 * length, word 69) were read up to 7 bytes past them
+		 */
+		{
+			static const unsigned int words[] = {65, 69};
+			uint8_t bad[sizeof(buf)];
+			uint64_t at = 63;
+
+			for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++) {
+				memcpy(bad, buf, sizeof(bad));
+				memcpy(bad + words[k] * 8, &at, 8);
+				CHECK_INT(py_layout__from_debug_offsets(bad, sizeof(bad), 13, &dbg),
+					  -EINVAL);
+			}
+		}
+		/* bad cookie, offsets past the frame, short buffer */
 		buf[0] ^= 1;
 		CHECK_INT(py_layout__from_debug_offsets(buf, sizeof(buf), 13, &dbg), -ENOENT);
 		buf[0] ^= 1;

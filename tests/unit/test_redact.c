@@ -23,8 +23,14 @@ int main(void)
 	url("https://u:p@ss@host:443/x", "https://<redacted>@host:443/x");
 	url("https://host/path?token=abc&x=1", "https://host/path?<redacted>");
 	url("https://u:p@host?token=abc", "https://<redacted>@host?<redacted>");
-	/* an '@' in the path is not userinfo */
-	url("https://host/a@b", "https://host/a@b");
+	/*
+	 * issue 19: a password holding '/', '#' or '?' unescaped (the part before them used to
+	 * show); so an '@' in a path hides what precedes it too (never a secret shown)
+	 */
+	url("https://u:pa/ss@host/x", "https://<redacted>@host/x");
+	url("https://u:pa#ss@host/x", "https://<redacted>@host/x");
+	url("https://u:pa?ss@host/x", "https://<redacted>@host/x");
+	url("https://host/a@b", "https://<redacted>@b");
 	url("user:pw@host", "<redacted>@host");
 	/* lists, as DEBUGINFOD_URLS */
 	url("https://a:b@one.example  http://two.example/?k=v",

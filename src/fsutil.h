@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* File-system helpers shared by the outputs (profile files, spool). */
+#ifndef MLPROF_FSUTIL_H
+#define MLPROF_FSUTIL_H
+
+#include <sys/types.h>
+
+/*
+ * mkdir -p: creates dir and its missing parents (parents 0755, dir itself leaf_mode) and
+ * checks that dir is a directory the caller can write. 0 or -errno.
+ */
+int fsutil__mkdir_p(const char *dir, mode_t leaf_mode);
+
+#endif
