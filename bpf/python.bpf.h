@@ -17,8 +17,13 @@
  * workers share the parent's layout), deleted at exec and exit.
  */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
+	/*
+	 * LRU: a tenant forking thousands of idle Python processes cannot lock others out;
+	 * walked processes stay recent, and user space pushes back an evicted one's entry
+	 * when its samples come without a walk (python__lost_config).
+	 */
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, struct mlprof_py_proc);
 } py_procs SEC(".maps");

@@ -551,6 +551,12 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 		pl->unwind_ends[u->end]++;
 		if (why)
 			truncation_frame(&pl->ufr[nu++], why);
+		if (pl->py && p && s->py_status == MLPROF_PY_NONE) {
+			struct mlprof_py_proc cfg;
+
+			if (python__lost_config(pl->py, p->pid, s->time_ns, &cfg))
+				sampler__set_python(pl->sampler, p->pid, &cfg);
+		}
 		if (pl->py && p)
 			n += python__frames(pl->py, p, u->py, s->py_nframes, s->py_status, pl->ufr,
 					    nu, pl->frames + n,

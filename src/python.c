@@ -38,9 +38,12 @@ struct py_elf {
 /* A process known to run a supported interpreter (or known not to). */
 struct py_proc {
 	pid_t pid;
-	uint64_t gen; /* maps generation last looked at */
-	bool python;  /* runs a supported interpreter */
-	bool pushed;  /* BPF has its configuration */
+	uint64_t gen;		   /* maps generation last looked at */
+	bool python;		   /* runs a supported interpreter */
+	bool pushed;		   /* BPF has its configuration */
+	struct mlprof_py_proc cfg; /* ... this one */
+	uint64_t repushed_ns;	   /* when it was last pushed again (python__lost_config) */
+	uint64_t seen;		   /* py->tick when last checked or walked (table eviction) */
 	struct py_layout layout;
 	uint64_t code_type;   /* runtime address of PyCode_Type */
 	struct py_proc *next; /* hash chain */
@@ -52,6 +55,8 @@ struct python {
 	struct pycode_cache *codes;
 	struct py_proc *buckets[PROC_BUCKETS];
 	size_t nprocs;
+	uint64_t tick;
+	size_t evict_at; /* bucket where the next table-full eviction scan starts */
 	struct py_elf *elfs[MAX_ELF_RESULTS];
 	size_t nelfs, elf_next;
 	struct python_stats stats;
@@ -103,6 +108,52 @@ static struct py_proc **proc_slot(struct python *py, pid_t pid)
 	while (*pp && (*pp)->pid != pid)
 		pp = &(*pp)->next;
 	return pp;
+}
+
+/*
+ * Table full (a tenant forking thousands of processes): frees the entry least recently
+ * checked or walked among those of 64 buckets (scanned round-robin), a process known not to
+ * run Python first. True when one was freed.
+ */
+static bool evict_one(struct python *py)
+{
+	struct py_proc **victim = NULL;
+
+	for (size_t k = 0; k < 64; k++) {
+		size_t b = (py->evict_at + k) % PROC_BUCKETS;
+
+		for (struct py_proc **pp = &py->buckets[b]; *pp; pp = &(*pp)->next) {
+			if (!victim || (!(*pp)->python && (*victim)->python) ||
+			    ((*pp)->python == (*victim)->python && (*pp)->seen < (*victim)->seen))
+				victim = pp;
+		}
+	}
+	py->evict_at = (py->evict_at + 64) % PROC_BUCKETS;
+	if (!victim)
+		return false;
+	{
+		struct py_proc *e = *victim;
+
+		*victim = e->next;
+		pycode_cache__forget(py->codes, e->pid);
+		free(e);
+		py->nprocs--;
+		py->stats.procs_evicted++;
+	}
+	return true;
+}
+
+/* See python.h. */
+bool python__lost_config(struct python *py, pid_t pid, uint64_t now_ns, struct mlprof_py_proc *out)
+{
+	struct py_proc *e = *proc_slot(py, pid);
+
+	if (!e || !e->pushed || now_ns - e->repushed_ns < 1000000000ull)
+		return false;
+	e->repushed_ns = now_ns;
+	*out = e->cfg;
+	py->stats.configs_repushed++;
+	return true;
 }
 
 /* See python.h. */
@@ -322,7 +373,7 @@ int python__check(struct python *py, struct proc *p, struct mlprof_py_proc *out)
 	if (e && e->gen == p->gen)
 		return 0;
 	if (!e) {
-		if (py->nprocs >= MAX_PROCS) {
+		if (py->nprocs >= MAX_PROCS && !evict_one(py)) {
 			py->stats.procs_table_full++;
 			return 0;
 		}
@@ -334,6 +385,7 @@ int python__check(struct python *py, struct proc *p, struct mlprof_py_proc *out)
 		py->nprocs++;
 	}
 	e->gen = p->gen;
+	e->seen = ++py->tick;
 
 	for (size_t i = 0; i < p->n_maps; i++) {
 		const struct proc_map *m = &p->maps[i];
@@ -380,6 +432,7 @@ int python__check(struct python *py, struct proc *p, struct mlprof_py_proc *out)
 	if (out->tstate_how == MLPROF_PY_TSTATE_TSS && !out->tss_addr)
 		return 0;
 	e->pushed = true;
+	e->cfg = *out;
 	pr_debug("pid %d: CPython 3.%d, _PyRuntime at 0x%llx", (int)p->pid, interp->minor,
 		 (unsigned long long)out->runtime_addr);
 	return 1;

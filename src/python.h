@@ -34,6 +34,8 @@ struct python_stats {
 	uint64_t procs[PY_MINOR_MAX + 1]; /* processes recognized, by 3.<minor> */
 	uint64_t procs_unsupported;	  /* processes whose interpreter is not supported */
 	uint64_t procs_table_full;	  /* processes not tracked: table full */
+	uint64_t procs_evicted;		  /* ... tracked after evicting the least recent */
+	uint64_t configs_repushed;	  /* walker configs pushed again (BPF LRU evicted) */
 	uint64_t samples;		  /* samples that carried Python frames */
 	uint64_t frames;		  /* Python frames named */
 	uint64_t frames_failed;		  /* Python frames whose code object was unreadable */
@@ -53,6 +55,13 @@ void python__free(struct python *py);
  * is nothing new to tell BPF, or -errno. Unsupported interpreters are logged once per file.
  */
 int python__check(struct python *py, struct proc *p, struct mlprof_py_proc *out);
+
+/*
+ * A sample of pid came without a Python walk although pid runs Python: BPF's LRU table
+ * evicted its configuration (a tenant forked thousands of processes). Returns true and
+ * fills out (to push again) at most once a second per process; false otherwise.
+ */
+bool python__lost_config(struct python *py, pid_t pid, uint64_t now_ns, struct mlprof_py_proc *out);
 
 /* The process exited or exec'ed: drop its state and cached code objects. */
 void python__forget(struct python *py, pid_t pid);
