@@ -72,6 +72,17 @@ class Recording:
         t.assertLess(self.peak_rss_mb, max_rss_mb, ctx)
 
 
+def record_hostile(script, script_args, args, seconds, out):
+    """Starts tests/hostile/SCRIPT (waits for its ready line), records it for SECONDS with
+    ARGS, kills it; returns the Recording."""
+    hostile = start([PY, os.path.join(HOSTILE, script)] + script_args)
+    try:
+        return Recording(hostile.pid, args, seconds, out)
+    finally:
+        hostile.kill()
+        hostile.wait()
+
+
 class UprobeRedirect(unittest.TestCase):
     """Finding 1: a process maps a CUDA library, deletes it and leaves a symlink named like
     its deleted mapping pointing at another library. mlprof must not attach its uprobes
@@ -133,13 +144,9 @@ class HugeLineTables(unittest.TestCase):
     def test_huge_line_tables(self):
         need_root(self)
         d = tmpdir()
-        hostile = start([PY, os.path.join(HOSTILE, "huge_linetables.py"), "12"])
-        try:
-            rec = Recording(hostile.pid, ["--cuda", "none", "--no-memory"], 5,
-                            os.path.join(d, "lines.pb.gz"))
-        finally:
-            hostile.kill()
-            hostile.wait()
+        rec = record_hostile("huge_linetables.py", ["12"], ["--cuda", "none", "--no-memory"],
+                             5,
+                             os.path.join(d, "lines.pb.gz"))
         rec.check_exit(self, max_rss_mb=120)
         n, cpu_us = summary_samples(rec.stderr)
         self.assertGreater(n, 100, rec.stderr[-2000:])  # ~99 Hz for 4 s, one busy thread
@@ -168,14 +175,10 @@ class DwarfBomb(unittest.TestCase):
             self.fail("missing %s (built with the tests)" % lib)
         d = tmpdir()
         bomb = os.path.join(d, "libbomb.so")
-        hostile = start([PY, os.path.join(HOSTILE, "dwarf_bomb.py"), lib, bomb, "12"])
-        try:
-            rec = Recording(hostile.pid, ["--source-lines", "--cuda", "none", "--no-memory",
-                                          "--log-level", "info"], 4,
-                            os.path.join(d, "bomb.pb.gz"))
-        finally:
-            hostile.kill()
-            hostile.wait()
+        rec = record_hostile("dwarf_bomb.py", [lib, bomb, "12"],
+                             ["--source-lines", "--cuda", "none", "--no-memory",
+                              "--log-level", "info"], 4,
+                             os.path.join(d, "bomb.pb.gz"))
         rec.check_exit(self, max_rss_mb=150)
         self.assertRegex(rec.stderr, r"dwarf: /proc/\d+/map_files/[0-9a-f-]+: DWARF section "
                          r"headers unreadable or inflating over 200:1: no source lines")
@@ -229,14 +232,9 @@ class SparseSections(unittest.TestCase):
         if not os.path.exists(lib):
             self.fail("missing %s (built with the tests)" % lib)
         d = tmpdir()
-        hostile = start([PY, os.path.join(HOSTILE, "sparse_sections.py"), lib,
-                         os.path.join(d, "libsparse.so"), "12"])
-        try:
-            rec = Recording(hostile.pid, ["--cuda", "all", "--no-memory"], 4,
-                            os.path.join(d, "sparse.pb.gz"))
-        finally:
-            hostile.kill()
-            hostile.wait()
+        rec = record_hostile("sparse_sections.py", [lib, os.path.join(d, "libsparse.so"), "12"],
+                             ["--cuda", "all", "--no-memory"], 4,
+                             os.path.join(d, "sparse.pb.gz"))
         rec.check_exit(self, max_rss_mb=150)
         n, _ = summary_samples(rec.stderr)
         _, st = stacks_of(rec.out)
@@ -253,13 +251,9 @@ class BadStrings(unittest.TestCase):
     def test_lone_surrogates(self):
         need_root(self)
         d = tmpdir()
-        hostile = start([PY, os.path.join(HOSTILE, "bad_filenames.py"), "12"])
-        try:
-            rec = Recording(hostile.pid, ["--cuda", "none", "--no-memory"], 3,
-                            os.path.join(d, "strings.pb.gz"))
-        finally:
-            hostile.kill()
-            hostile.wait()
+        rec = record_hostile("bad_filenames.py", ["12"], ["--cuda", "none", "--no-memory"],
+                             3,
+                             os.path.join(d, "strings.pb.gz"))
         rec.check_exit(self)
         prof, st = stacks_of(rec.out)  # strict UTF-8 (pprof_reader)
         name = "bad_\ufffd_name"
