@@ -212,7 +212,7 @@ static void test_errors(void)
 	expect_error((char *[]){"agent", "--url", "http://:4040", NULL}, env0,
 		     "invalid --url 'http://:4040': no host");
 	expect_error((char *[]){"agent", "--url", "http://user@/x", NULL}, env0,
-		     "invalid --url 'http://user@/x': no host");
+		     "invalid --url 'http://<redacted>@/x': no host");
 	expect_error((char *[]){"agent", "--url", "http://host:99999", NULL}, env0,
 		     "invalid --url 'http://host:99999': port must be 1..65535");
 	expect_error((char *[]){"agent", "--url", "http://host:", NULL}, env0,
