@@ -6,7 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FC_MAX_STR 512 /* frames with longer names or file paths are not cached */
+/*
+ * Frames with longer names or file paths are not cached (C++ template names in PyTorch
+ * often pass 512 bytes: at 512, one frame lookup in ten missed on its training loop).
+ */
+#define FC_MAX_STR 4096
+/* Bytes of entries held at most: a put past it is skipped. */
+#define FC_MAX_BYTES (4u << 20)
 
 struct fc_entry {
 	uint64_t gen, epoch, pc; /* gen 0: empty */
@@ -82,6 +88,10 @@ void frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint
 	if (nlen > FC_MAX_STR || flen > FC_MAX_STR)
 		return;
 	e = *slot;
+	if (fc->stats.bytes - (e ? e->bytes : 0) + bytes > FC_MAX_BYTES) {
+		fc->stats.full++;
+		return;
+	}
 	if (e)
 		fc->stats.bytes -= e->bytes;
 	if (!e || e->bytes < bytes) {
@@ -109,7 +119,7 @@ size_t frame_cache__bound_bytes(size_t slots)
 
 	while (n < slots)
 		n <<= 1;
-	return n * (sizeof(void *) + sizeof(struct fc_entry) + 2 * (FC_MAX_STR + 1));
+	return n * sizeof(void *) + FC_MAX_BYTES;
 }
 
 /* See frame_cache.h. */

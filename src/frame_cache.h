@@ -13,7 +13,8 @@ struct frame_cache;
 
 struct frame_cache_stats {
 	uint64_t lookups, hits;
-	uint64_t bytes; /* held by cached names */
+	uint64_t bytes; /* held by cached entries (bounded: 4 MiB) */
+	uint64_t full;	/* puts skipped: the byte bound was reached */
 };
 
 /* A cache of slots entries (rounded up to a power of two). NULL with errno ENOMEM. */

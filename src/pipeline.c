@@ -47,7 +47,7 @@ struct done_count {
 #define PIPELINE_SYMCACHE_BYTES (32u << 20)
 #define MEM_MAX_STACK_BYTES	(16u << 20)
 /* Named frames kept by (maps generation, pc). */
-#define FRAME_CACHE_SLOTS 4096
+#define FRAME_CACHE_SLOTS 16384
 /*
  * Samples waiting for a symbol index being built (a library seen for the first time): at
  * most this many, this many bytes, this long; beyond, the oldest go out with the frames of
@@ -1089,6 +1089,15 @@ void pipeline__free(struct pipeline *pl)
 	python__free(pl->py);
 	ksyms__free(pl->ksyms);
 	symcache__free(pl->syms);
+	{
+		struct frame_cache_stats fs;
+
+		frame_cache__stats(pl->fcache, &fs);
+		pr_debug("frame cache: %llu lookups, %llu hits, %llu bytes, %llu puts over the "
+			 "bound",
+			 (unsigned long long)fs.lookups, (unsigned long long)fs.hits,
+			 (unsigned long long)fs.bytes, (unsigned long long)fs.full);
+	}
 	frame_cache__free(pl->fcache);
 	proc_cache__free(pl->procs);
 	free(pl);

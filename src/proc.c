@@ -364,7 +364,6 @@ static void handle_line(struct maps_builder *b, char *line, int *err, bool *cut)
 	}
 }
 
-/* Reads the executable mappings of pid into a new map set. */
 /*
  * Feeds the executable mappings of the maps file open on fd into b from its text. *total:
  * bytes read. 0 or -errno.
@@ -511,6 +510,27 @@ static int maps_from_query(int fd, struct maps_builder *b, bool *cut, size_t *to
 		addr = pl.end;
 	}
 	return err;
+}
+
+/*
+ * Whether an executable mapping of pid covers addr now: one PROCMAP_QUERY, so that an
+ * address in no mapping (a stack or heap word taken for a return address) costs a
+ * syscall, not a re-read of every mapping. True when unsure (no answer).
+ */
+static bool exec_vma_at(struct proc_cache *pc, pid_t pid, uint64_t addr)
+{
+	struct procmap_query q = {
+		.size = sizeof(q), .query_flags = PROCMAP_QUERY_VMA_EXEC, .query_addr = addr};
+	char path[320];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/%d/maps", pc->proc_root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	rc = ioctl(fd, PROCMAP_QUERY, &q) ? errno : 0;
+	close(fd);
+	return rc != ENOENT;
 }
 
 /* Reads the executable mappings of pid into a new map set. */
@@ -890,6 +910,10 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 	if (e->maps_valid && (now - e->last_read_ns < e->reread_ns ||
 			      now - e->last_read_ns < e->read_cost_ns * REREAD_COST_FACTOR))
 		goto miss;
+	if (!pc->no_query && !exec_vma_at(pc, p->pid, addr)) {
+		pc->stats.misses_checked++; /* no code there now either: nothing to re-read */
+		goto miss;
+	}
 	e->last_read_ns = now;
 	err = read_maps(pc, p->pid, &ms);
 	e->read_cost_ns = clock__mono_ns() - now;
@@ -906,6 +930,7 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 					       : REREAD_INTERVAL_MAX_NS;
 		goto miss;
 	}
+	pr_debug("maps of %d changed (miss at 0x%llx)", (int)p->pid, (unsigned long long)addr);
 	install_maps(pc, e, ms);
 	e->same_rereads = 0;
 	m = search(e, addr);

@@ -47,6 +47,7 @@ struct proc_cache_stats {
 	uint64_t files_rejected;    /* a path in a process's root was not the mapped regular file */
 	uint64_t deleted_skipped;   /* "(deleted)" mappings left unopened (map_files unreadable) */
 	uint64_t maps_truncated;    /* maps reads cut by the per-process bounds */
+	uint64_t misses_checked;    /* misses answered by one PROCMAP_QUERY (no re-read) */
 	uint64_t byte_evictions;    /* processes evicted by max_bytes (also in proc_evictions) */
 	uint64_t bytes;		    /* held by map sets now */
 };
