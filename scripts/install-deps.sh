@@ -30,6 +30,8 @@ if [ "$want_test" = 1 ]; then
 	pkgs+=(openssl)
 	# a freezable file system for the spool (it.agent_spool_stall: mkfs.ext4, fsfreeze)
 	pkgs+=(e2fsprogs mount)
+	# a FUSE file system whose server the test stops (it.hostile: FuseStall)
+	pkgs+=(bindfs fuse3)
 	command -v rustc >/dev/null 2>&1 || pkgs+=(rustc)
 fi
 

@@ -43,6 +43,9 @@
  * may stay unnamed a while) instead of taking the consumer's time from every other one.
  */
 #define REREAD_COST_FACTOR 100
+/* Devices whose FUSE-ness is remembered (see on_fuse), and for how long. */
+#define FUSE_SLOTS  64
+#define FUSE_TTL_NS (60ull * 1000 * 1000 * 1000)
 /* Bytes of map sets (cached, retired and buried processes) when none are configured. */
 #define PROC_DEFAULT_MAX_BYTES (32ull << 20)
 /*
@@ -116,7 +119,11 @@ struct proc_cache {
 	uint64_t bytes;	      /* held by map sets (see struct map_set) */
 	uint64_t grave_bytes; /* ... of which by buried entries (freed at gc) */
 	bool no_query;	      /* PROCMAP_QUERY unsupported: maps are read as text */
-	struct lru_list lru;  /* cached processes, most recently used at head */
+	struct fuse_dev {
+		bool known, fuse;
+		uint64_t dev, when;
+	} fuse[FUSE_SLOTS];  /* on_fuse's answers, direct-mapped by device */
+	struct lru_list lru; /* cached processes, most recently used at head */
 	struct proc_entry *graveyard;
 	size_t ngrave;
 	struct elf_entry **elfs;
@@ -1019,6 +1026,50 @@ static int open_in_root(struct proc_cache *pc, pid_t pid, const struct proc_map 
 	return err ? err : fd;
 }
 
+/*
+ * Whether device major:minor (an anonymous device: major 0) is a FUSE mount, from the
+ * mount table of process pid, which procfs writes without asking any file system. A FUSE
+ * file is never opened: a stopped or hostile FUSE server would block the open (and every
+ * later page read) of the thread that profiles the whole host. Answers are kept per
+ * device for FUSE_TTL_NS (device numbers are reused after an unmount).
+ */
+static bool on_fuse(struct proc_cache *pc, pid_t pid, uint32_t major, uint32_t minor)
+{
+	uint64_t now = clock__mono_ns(), dev = (uint64_t)major << 32 | minor;
+	struct fuse_dev *slot = &pc->fuse[dev % FUSE_SLOTS];
+	char path[320], line[4096];
+	bool fuse = false;
+	FILE *f;
+
+	if (major != 0)
+		return false;
+	if (slot->known && slot->dev == dev && now - slot->when < FUSE_TTL_NS)
+		return slot->fuse;
+	snprintf(path, sizeof(path), "%s/%d/mountinfo", pc->proc_root, (int)pid);
+	f = fopen(path, "re");
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			unsigned int ma, mi;
+			const char *sep = strstr(line, " - ");
+
+			/* "36 35 0:42 /root /mnt rw,relatime shared:1 - fuse.bindfs src rw,..." */
+			if (!sep || sscanf(line, "%*u %*u %u:%u", &ma, &mi) != 2 || ma != major ||
+			    mi != minor)
+				continue;
+			fuse = !strncmp(sep + 3, "fuse ", 5) || !strncmp(sep + 3, "fuse.", 5) ||
+			       !strncmp(sep + 3, "fuseblk ", 8);
+			break;
+		}
+		fclose(f);
+	}
+	if (fuse && !(slot->known && slot->dev == dev && slot->fuse))
+		pr_info("files on the FUSE mount with device 0:%u (seen in pid %d) are not read: a "
+			"stalled FUSE server would stall the profiler",
+			minor, (int)pid);
+	*slot = (struct fuse_dev){.known = true, .fuse = fuse, .dev = dev, .when = now};
+	return fuse;
+}
+
 /* See proc.h. */
 int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map *m, char *name,
 			 size_t len)
@@ -1027,6 +1078,11 @@ int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map
 
 	if (!pc || !m || !name || len < 2)
 		return -EINVAL;
+	if (on_fuse(pc, pid, m->dev_major, m->dev_minor)) {
+		pc->stats.fuse_skipped++;
+		snprintf(name, len, "%s", m->path);
+		return -EREMOTE;
+	}
 	snprintf(name, len, "%s/%d/map_files/%" PRIx64 "-%" PRIx64, pc->proc_root, (int)pid,
 		 m->start, m->end);
 	fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);

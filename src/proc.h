@@ -48,6 +48,7 @@ struct proc_cache_stats {
 	uint64_t deleted_skipped;   /* "(deleted)" mappings left unopened (map_files unreadable) */
 	uint64_t maps_truncated;    /* maps reads cut by the per-process bounds */
 	uint64_t misses_checked;    /* misses answered by one PROCMAP_QUERY (no re-read) */
+	uint64_t fuse_skipped;	    /* files on FUSE mounts left unopened */
 	uint64_t byte_evictions;    /* processes evicted by max_bytes (also in proc_evictions) */
 	uint64_t bytes;		    /* held by map sets now */
 };
@@ -75,6 +76,7 @@ const struct proc_map *proc_cache__find_map_cached(struct proc *p, uint64_t addr
  * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else m's path inside the process's root
  * without leaving it, accepted only when it is a regular file with m's device and inode
  * (never for a "(deleted)" mapping: whatever sits at that path now is another file).
+ * Files on FUSE mounts are never opened (-EREMOTE): a stalled FUSE server would block.
  * Returns an fd the caller closes (name: its path, for messages) or -errno.
  */
 int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map *m, char *name,

@@ -8,6 +8,7 @@ Needs root (BPF); exit 77 = skipped."""
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -260,6 +261,55 @@ class BadStrings(unittest.TestCase):
         hits = sum(v for names, v, _ in st if name in names)
         self.assertGreater(hits, 50, [names[:4] for names, _, _ in st[:5]])
         self.assertIn("/tmp/bad_\ufffd_dir/w\ufffdrk.py", prof.strings)
+
+
+class FuseStall(unittest.TestCase):
+    """Finding 10: a process runs a library from a FUSE mount whose server then stops
+    answering (SIGSTOP: any hostile FUSE server can do the same). mlprof opened mapped files
+    with no timeout: its open blocked the thread that profiles the whole host. Now files on
+    FUSE mounts are not opened (the mount table says which, without asking the file system):
+    the process is profiled (its library's frames unnamed), mlprof exits on SIGTERM."""
+
+    def test_stalled_fuse_server(self):
+        need_root(self)
+        lib = os.path.join(HOSTILE_BIN, "libdwarfbomb.so")
+        bindfs = shutil.which("bindfs")
+        if not bindfs or not os.path.exists("/dev/fuse"):
+            self.skipTest("needs bindfs and /dev/fuse (scripts/install-deps.sh --test)")
+        d = tmpdir()
+        src, mnt = os.path.join(d, "src"), os.path.join(d, "mnt")
+        os.makedirs(src)
+        os.makedirs(mnt)
+        shutil.copy(lib, os.path.join(src, "libfuse_hostile.so"))
+        server = subprocess.Popen([bindfs, "-f", src, mnt], stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 10
+            while not os.path.exists(os.path.join(mnt, "libfuse_hostile.so")):
+                self.assertLess(time.time(), deadline, "bindfs did not mount")
+                time.sleep(0.1)
+            hostile = start([PY, os.path.join(HOSTILE, "fuse_lib.py"),
+                             os.path.join(mnt, "libfuse_hostile.so"), "12"])
+            server.send_signal(signal.SIGSTOP)  # every FUSE request blocks from now on
+            try:
+                rec = Recording(hostile.pid, ["--cuda", "all", "--no-memory",
+                                              "--log-level", "info"], 4,
+                                os.path.join(d, "fuse.pb.gz"))
+            finally:
+                hostile.kill()
+                hostile.wait()
+        finally:
+            server.send_signal(signal.SIGCONT)
+            subprocess.run(["umount", "-l", mnt], stderr=subprocess.DEVNULL)
+            server.kill()
+            server.wait()
+        rec.check_exit(self)
+        self.assertRegex(rec.stderr, r"files on the FUSE mount with device 0:\d+ \(seen in "
+                         r"pid \d+\) are not read")
+        n, _ = summary_samples(rec.stderr)
+        self.assertGreater(n, 100, rec.stderr[-2000:])
+        _, st = stacks_of(rec.out)
+        py = sum(v for names, v, _ in st if "<module>" in names)
+        self.assertGreater(py, n * 0.8, "samples with the Python chain: %d of %d" % (py, n))
 
 
 class MetricsListener(unittest.TestCase):
