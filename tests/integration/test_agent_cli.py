@@ -64,26 +64,29 @@ class AgentCli(unittest.TestCase):
     def setUp(self):
         self.dir = tmpdir()
 
+    def bad_url(self, url):
+        """mlprof agent --url URL: refused at start (exit 2); returns its stderr."""
+        cp = subprocess.run([MLPROF, "agent", "--url", url], capture_output=True, text=True,
+                            timeout=30)
+        self.assertEqual(cp.returncode, 2, cp.stderr)
+        return cp.stderr
+
     def test_url_without_host(self):
         for url, why in (("http://", "no host (expected http[s]://HOST[:PORT][/PATH])"),
                          ("https://:4040/x", "no host (expected http[s]://HOST[:PORT][/PATH])"),
                          ("http://pyroscope:0", "port must be 1..65535")):
-            cp = subprocess.run([MLPROF, "agent", "--url", url], capture_output=True,
-                                text=True, timeout=30)
-            self.assertEqual(cp.returncode, 2, cp.stderr)
-            self.assertEqual(cp.stderr, "mlprof agent: invalid --url '%s': %s\n" % (url, why))
+            self.assertEqual(self.bad_url(url),
+                             "mlprof agent: invalid --url '%s': %s\n" % (url, why))
 
     def test_invalid_url_hides_credentials(self):
         """Issue 19, finding 7: an invalid --url was echoed raw, password included."""
         for url, why in (("http://user:s3cret@pyroscope:0", "port must be 1..65535"),
                          ("ftp://user:s3cret@pyroscope", "expected http:// or https://"),
                          ("http://user:s3/cret@", "port must be 1..65535")):
-            cp = subprocess.run([MLPROF, "agent", "--url", url], capture_output=True,
-                                text=True, timeout=30)
-            self.assertEqual(cp.returncode, 2, cp.stderr)
-            self.assertNotIn("s3", cp.stderr)
-            self.assertIn("<redacted>", cp.stderr)
-            self.assertIn(why, cp.stderr)
+            err = self.bad_url(url)
+            self.assertNotIn("s3", err)
+            self.assertIn("<redacted>", err)
+            self.assertIn(why, err)
 
     def test_backend_down_retries_and_exit_message(self):
         need_root(self)
