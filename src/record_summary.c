@@ -228,6 +228,12 @@ static void print_python_health(const struct pipeline_stats *ps)
 			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_TYPE],
 			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_STRING],
 			(unsigned long long)py->frames_failed_by[PYCODE_FAIL_NOMEM]);
+	if (py->configs_repushed || py->procs_evicted)
+		fprintf(stderr,
+			"; %llu walker configurations pushed again (the kernel's table of Python "
+			"processes evicted them), %llu processes evicted from mlprof's",
+			(unsigned long long)py->configs_repushed,
+			(unsigned long long)py->procs_evicted);
 	if (py->code.lt_too_large || py->code.lt_over_budget)
 		fprintf(stderr,
 			"; lines: %llu line tables over 1 MiB not read, %llu frames shown at "

@@ -767,6 +767,13 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 		err = bpf_map__set_max_entries(skel->maps.pids, PIDS_MAX_ENTRIES);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.scratch, s->ncpus);
+	/* tests only: a small table of Python processes, to fill it without forking 16384 */
+	if (!err && getenv("MLPROF_TEST_PY_PROCS")) {
+		long n = strtol(getenv("MLPROF_TEST_PY_PROCS"), NULL, 10);
+
+		if (n > 0 && n <= 16384)
+			err = bpf_map__set_max_entries(skel->maps.py_procs, (__u32)n);
+	}
 	if (err) {
 		pr_err("cannot size BPF maps: %s", strerror(-err));
 		goto cleanup;

@@ -313,6 +313,65 @@ class FuseStall(unittest.TestCase):
         check_still_profiled(self, rec)
 
 
+VICTIM_PY = """
+import time
+def victim_work(end):
+    n = 0
+    while time.time() < end:
+        n += sum(range(500))
+print('{"ready": 1}', flush=True)
+victim_work(time.time() + 30)
+"""
+
+
+class ForkFlood(unittest.TestCase):
+    """Finding 10: one tenant fills the kernel's table of Python processes by forking (its
+    children inherit their entry); another tenant's Python process then lost its frames
+    (the table was a hash map of 8192: no room). It is an LRU now, and a Python process
+    whose entry was evicted gets it pushed back when its samples come without a walk.
+    Checked with the table shrunk to 64 entries (MLPROF_TEST_PY_PROCS, tests only): 150
+    sleeping children first, then the victim starts: it gets its Python frames (with the
+    old hash map, shrunk the same way, it got none)."""
+
+    def test_fork_flood_keeps_other_tenants_frames(self):
+        need_root(self)
+        d = tmpdir()
+        trigger = os.path.join(d, "fork-now")
+        hostile = start([PY, os.path.join(HOSTILE, "fork_flood.py"), trigger, "150", "20"])
+        victim = None
+        out = os.path.join(d, "flood.pb.gz")
+        try:
+            with open(out + ".stderr", "w") as err:
+                # the whole host, as the agent (with -p, children are not followed)
+                rec = subprocess.Popen([MLPROF, "record", "-a", "-o", out, "--cuda", "none",
+                                        "--no-memory"],
+                                       stdout=subprocess.DEVNULL, stderr=err,
+                                       env=dict(os.environ, MLPROF_TEST_PY_PROCS="64"))
+            time.sleep(2)  # both interpreters recognized, their entries pushed
+            open(trigger, "w").close()
+            time.sleep(2)  # 150 children forked (5 ms apart): the table is full
+            victim = start([PY, "-c", VICTIM_PY])  # another tenant's new Python process
+            time.sleep(4)
+            rec.send_signal(signal.SIGTERM)
+            self.assertEqual(rec.wait(timeout=10), 0)
+        finally:
+            for p in (hostile, victim):
+                if p:
+                    p.kill()
+                    p.wait()
+            if rec.poll() is None:
+                rec.kill()
+        with open(out + ".stderr") as f:
+            stderr = f.read()
+        _, st = stacks_of(out)
+        mine = [(names, v) for names, v, labels in st if labels.get("pid") == victim.pid]
+        total = sum(v for _, v in mine)
+        named = sum(v for names, v in mine if "victim_work" in names)
+        self.assertGreater(total, 100, stderr[-2000:])
+        self.assertGreater(named, total * 0.9, "victim samples with its Python frame: %d of "
+                           "%d\n%s" % (named, total, stderr[-2000:]))
+
+
 class MetricsListener(unittest.TestCase):
     """Finding 6: 32 idle connections to the metrics port made /healthz fail for 10 s
     (the DaemonSet's liveness probe restarts the agent: any pod that reaches the port could
