@@ -153,6 +153,8 @@ done
 python3 - "$OUT" "$REPS" "$MLPROF" "$PYSPY" <<'PY'
 import ast, glob, json, os, re, statistics, sys
 sys.path.insert(0, "tests/integration")
+sys.path.insert(0, "bench")
+from pyspy_raw import load_pyspy  # noqa: E402
 import pprof_reader
 out, reps, mlprof, pyspy = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 CFG = ["base", "mlnp", "ml", "psn", "psnb"]
@@ -193,26 +195,6 @@ def load_mlprof(path):
     for fr, vals, lab in pprof_reader.load(path).detailed_stacks():
         res.append(([(f["name"], os.path.basename(f["file"]), f["line"], f["file"].endswith(".py"))
                      for f in fr], vals[0]))
-    return res
-
-
-def load_pyspy(path):
-    res = []
-    for l in open(path):
-        l = l.rstrip("\n")
-        if not l:
-            continue
-        stack, cnt = l.rsplit(" ", 1)
-        frames = []
-        for f in stack.split(";"):
-            m = re.match(r"^(.*) \(([^()]*)\)$", f)
-            name, loc = (m.group(1), m.group(2)) if m else (f, "")
-            pm = re.match(r"^(.*\.py):(\d+)$", loc)
-            if pm:
-                frames.append((name, os.path.basename(pm.group(1)), int(pm.group(2)), True))
-            else:
-                frames.append((name, loc, 0, False))
-        res.append((frames[::-1], int(cnt)))
     return res
 
 

@@ -349,6 +349,8 @@ python3 - "$OUT" "$DUR" "$SETTLE" "$OTEL_SRC" "$(getconf CLK_TCK)" "$(nproc)" "$
 	"$LOOP_GRACE" <<'PY'
 import glob, gzip, json, os, re, sys
 sys.path.insert(0, "tests/integration")
+sys.path.insert(0, "bench")
+from pyspy_raw import load_pyspy as load_pyspy_raw  # noqa: E402
 import pprof_reader
 
 out, dur, settle, otel_src, clk, ncpu, nice, grace = sys.argv[1], float(sys.argv[2]), \
@@ -433,23 +435,6 @@ def load_otel(path, pid, t0, t1):
             errs[code] = errs.get(code, 0) + 1
         res.append((frames, 1))
     return res, every, errs
-
-
-def load_pyspy(path):
-    res = []
-    for l in open(path):
-        l = l.rstrip("\n")
-        if not l:
-            continue
-        stack, cnt = l.rsplit(" ", 1)
-        frames = []
-        for f in stack.split(";"):
-            m = re.match(r"^(.*) \(([^()]*)\)$", f)
-            name, loc = (m.group(1), m.group(2)) if m else (f, "")
-            pm = re.match(r"^(.*\.py):(\d+)$", loc)
-            frames.append((name, os.path.basename(pm.group(1)) if pm else loc, bool(pm)))
-        res.append((frames[::-1], int(cnt)))
-    return res
 
 
 def load_perf(path):
@@ -600,7 +585,9 @@ for c in CFG:
                     for k, v in sorted(errs.items(), key=lambda x: -x[1])))
             notes.append("otel: sink: " + (read(d, "sink.log", "") or "").splitlines()[-1])
         elif c == "pyspy":
-            st = load_pyspy(os.path.join(d, "pyspy.txt"))
+            # (name, file, is_python) as the other readers give
+            st = [([(name, fl, py) for name, fl, _, py in fr], n)
+                  for fr, n in load_pyspy_raw(os.path.join(d, "pyspy.txt"))]
             m = re.search(r"Samples: (\d+) Errors: (\d+)", log)
             if m:
                 notes.append("pyspy: " + m.group(0))

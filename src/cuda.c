@@ -321,21 +321,23 @@ static int attach_all(struct cuda *c, struct lib *l, const char *path, const str
 static int open_checked(struct cuda *c, const struct proc *p, const struct proc_map *m,
 			const struct elf_file *ef)
 {
-	struct elf_identity id;
+	struct elf_identity id, now;
 	char name[4608];
 	struct stat st;
+	bool ok;
 	int fd;
 
-	if (strstr(m->path, " (deleted)") || !elf_file__identity(ef, &id))
+	if (proc_map__deleted(m) || !elf_file__identity(ef, &id))
 		return -ESTALE;
 	fd = proc_cache__open_map(c->pc, p->pid, m, name, sizeof(name));
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink == 0 ||
-	    (uint64_t)st.st_dev != id.dev || (uint64_t)st.st_ino != id.ino ||
-	    (uint64_t)st.st_size != id.size ||
-	    (uint64_t)st.st_ctim.tv_sec * 1000000000ull + (uint64_t)st.st_ctim.tv_nsec !=
-		    id.ctime_ns) {
+	ok = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_nlink > 0;
+	if (ok) {
+		now = elf_identity__from_stat(&st);
+		ok = elf_identity__equal(&now, &id);
+	}
+	if (!ok) {
 		close(fd);
 		return -ESTALE;
 	}

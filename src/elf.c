@@ -506,13 +506,7 @@ struct elf_file *elf_file__open_fd(int fd, const char *name)
 	}
 	ef->refcnt = 1;
 	ef->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
-	ef->id = (struct elf_identity){
-		.dev = st.st_dev,
-		.ino = st.st_ino,
-		.size = (uint64_t)st.st_size,
-		.ctime_ns =
-			(uint64_t)st.st_ctim.tv_sec * 1000000000ull + (uint64_t)st.st_ctim.tv_nsec,
-	};
+	ef->id = elf_identity__from_stat(&st);
 	ef->path = strdup(name);
 	if (!ef->path) {
 		err = -ENOMEM;
@@ -904,6 +898,25 @@ const char *elf_file__identity_key(const struct elf_file *ef, char *buf, size_t 
 			 (unsigned long long)ef->id.ino, (unsigned long long)ef->id.size,
 			 (unsigned long long)ef->id.ctime_ns);
 	return buf;
+}
+
+/* See elf.h. */
+struct elf_identity elf_identity__from_stat(const struct stat *st)
+{
+	return (struct elf_identity){
+		.dev = st->st_dev,
+		.ino = st->st_ino,
+		.size = (uint64_t)st->st_size,
+		.ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000ull +
+			    (uint64_t)st->st_ctim.tv_nsec,
+	};
+}
+
+/* See elf.h. */
+bool elf_identity__equal(const struct elf_identity *a, const struct elf_identity *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->ctime_ns == b->ctime_ns;
 }
 
 /* See elf.h. */

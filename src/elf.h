@@ -10,6 +10,8 @@
 struct elf_file;
 
 /* What a file on disk is: the same (dev, ino, size, ctime) means the same contents. */
+struct stat;
+
 struct elf_identity {
 	uint64_t dev, ino, size, ctime_ns;
 };
@@ -96,6 +98,10 @@ const char *elf_file__memo_key(const struct elf_file *ef, const char *path, char
 const char *elf_file__identity_key(const struct elf_file *ef, char *buf, size_t len);
 /* Fills out with the file's identity; false for in-memory images. */
 bool elf_file__identity(const struct elf_file *ef, struct elf_identity *out);
+/* The identity of the file st describes (what elf_file__identity compares against). */
+struct elf_identity elf_identity__from_stat(const struct stat *st);
+/* True when a and b name the same file contents (device, inode, size, change time). */
+bool elf_identity__equal(const struct elf_identity *a, const struct elf_identity *b);
 /* A number naming this opened object, unique in this process and never reused. */
 uint64_t elf_file__serial(const struct elf_file *ef);
 /* True once a read found the file shorter than when it was opened (its tail reads as 0). */

@@ -950,12 +950,13 @@ miss:
 	return NULL;
 }
 
-static bool is_deleted(const char *path)
+/* See proc.h. */
+bool proc_map__deleted(const struct proc_map *m)
 {
 	static const char suffix[] = " (deleted)";
-	size_t n = strlen(path), s = sizeof(suffix) - 1;
+	size_t n = strlen(m->path), s = sizeof(suffix) - 1;
 
-	return n > s && strcmp(path + n - s, suffix) == 0;
+	return n > s && strcmp(m->path + n - s, suffix) == 0;
 }
 
 /*
@@ -1091,7 +1092,7 @@ int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map
 	err = -errno;
 	if (m->path[0] != '/')
 		return err;
-	if (is_deleted(m->path)) {
+	if (proc_map__deleted(m)) {
 		pc->stats.deleted_skipped++;
 		pr_debug("%s of %d: deleted and map_files unreadable (%s): skipped", m->path,
 			 (int)pid, strerror(-err));

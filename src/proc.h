@@ -92,6 +92,8 @@ int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map
 struct elf_file *proc_cache__map_elf(struct proc_cache *pc, struct proc *p,
 				     const struct proc_map *m);
 
+/* True when the file m maps was deleted (its maps path ends in " (deleted)"). */
+bool proc_map__deleted(const struct proc_map *m);
 /* ELF virtual address for a runtime address inside map m (uses PT_LOAD + file offset). */
 int proc_map__to_vaddr(const struct proc_map *m, struct elf_file *ef, uint64_t addr,
 		       uint64_t *vaddr);

@@ -73,6 +73,13 @@ class Recording:
         t.assertLess(self.peak_rss_mb, max_rss_mb, ctx)
 
 
+def built(t, path):
+    """path, a test fixture the build makes; the case fails (not skips) when it is missing."""
+    if not os.path.exists(path):
+        t.fail("missing %s (built with the tests)" % path)
+    return path
+
+
 def record_hostile(script, script_args, args, seconds, out):
     """Starts tests/hostile/SCRIPT (waits for its ready line), records it for SECONDS with
     ARGS, kills it; returns the Recording."""
@@ -93,8 +100,7 @@ class UprobeRedirect(unittest.TestCase):
 
     def test_deleted_library_symlink(self):
         need_root(self)
-        if not os.path.exists(FAKE_DRV):
-            self.fail("missing %s (built with the tests)" % FAKE_DRV)
+        built(self, FAKE_DRV)
         d = tmpdir()
         victim_lib = os.path.join(d, "victim.so")
         with open(FAKE_DRV, "rb") as f, open(victim_lib, "wb") as g:
@@ -171,9 +177,7 @@ class DwarfBomb(unittest.TestCase):
 
     def test_decompression_bomb(self):
         need_root(self)
-        lib = os.path.join(HOSTILE_BIN, "libdwarfbomb.so")
-        if not os.path.exists(lib):
-            self.fail("missing %s (built with the tests)" % lib)
+        lib = built(self, os.path.join(HOSTILE_BIN, "libdwarfbomb.so"))
         d = tmpdir()
         bomb = os.path.join(d, "libbomb.so")
         rec = record_hostile("dwarf_bomb.py", [lib, bomb, "12"],
@@ -237,9 +241,7 @@ class SparseSections(unittest.TestCase):
 
     def test_sparse_extended_numbering(self):
         need_root(self)
-        lib = os.path.join(HOSTILE_BIN, "libdwarfbomb.so")
-        if not os.path.exists(lib):
-            self.fail("missing %s (built with the tests)" % lib)
+        lib = built(self, os.path.join(HOSTILE_BIN, "libdwarfbomb.so"))
         d = tmpdir()
         rec = record_hostile("sparse_sections.py", [lib, os.path.join(d, "libsparse.so"), "12"],
                              ["--cuda", "all", "--no-memory"], 4,
@@ -277,7 +279,7 @@ class FuseStall(unittest.TestCase):
 
     def test_stalled_fuse_server(self):
         need_root(self)
-        lib = os.path.join(HOSTILE_BIN, "libdwarfbomb.so")
+        lib = built(self, os.path.join(HOSTILE_BIN, "libdwarfbomb.so"))
         bindfs = shutil.which("bindfs")
         if not bindfs or not os.path.exists("/dev/fuse"):
             self.skipTest("needs bindfs and /dev/fuse (scripts/install-deps.sh --test)")
