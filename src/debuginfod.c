@@ -129,12 +129,8 @@ cleanup:
 /* See debuginfod.h. */
 uint64_t debuginfod__generation(struct debuginfod *d)
 {
-	uint64_t g;
-
-	pthread_mutex_lock(&d->lock);
-	g = d->gen;
-	pthread_mutex_unlock(&d->lock);
-	return g;
+	/* read on every native frame the pipeline names: no lock (written under it) */
+	return __atomic_load_n(&d->gen, __ATOMIC_ACQUIRE);
 }
 
 /* See debuginfod.h. */
@@ -348,7 +344,7 @@ static void *fetch_thread(void *arg)
 			d->stats.missing++;
 		}
 		free(path);
-		d->gen++;
+		__atomic_add_fetch(&d->gen, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (client)
