@@ -64,6 +64,8 @@ struct demangled {
 struct front_slot {
 	uint64_t serial; /* elf_file__serial of the file, 0: empty */
 	struct symtab *t;
+	bool pending;  /* t waits for a debuginfod fetch ... */
+	uint64_t dgen; /* ... and was built at this debuginfod generation */
 };
 
 /*
@@ -514,10 +516,12 @@ static struct symtab *entry_for(struct symcache *sc, struct elf_file *ef, const 
 	uint64_t serial = elf_file__serial(ef);
 	struct front_slot *fs = &sc->front[(serial * 0x9e3779b97f4a7c15ull >> 56) % SC_FRONT_SLOTS];
 	struct symtab *t;
-	uint64_t hash, dgen;
+	uint64_t hash, dgen = 0;
+	bool pending;
 	char *key;
 
-	if (fs->serial == serial && fs->t->state == ST_READY)
+	if (fs->serial == serial && fs->t->state == ST_READY &&
+	    (!fs->pending || debuginfod__generation(sc->dbgd) == fs->dgen))
 		return fs->t;
 	key = make_key(ef);
 	if (!key) {
@@ -528,8 +532,8 @@ static struct symtab *entry_for(struct symcache *sc, struct elf_file *ef, const 
 	for (t = sc->buckets[hash % SC_BUCKETS]; t; t = t->hnext)
 		if (t->hash == hash && strcmp(t->key, key) == 0)
 			break;
-	if (t && t->state == ST_READY && symindex__debug_pending(t->ix, &dgen) &&
-	    debuginfod__generation(sc->dbgd) != dgen) {
+	pending = t && t->state == ST_READY && symindex__debug_pending(t->ix, &dgen);
+	if (pending && debuginfod__generation(sc->dbgd) != dgen) {
 		/* a debuginfod fetch ended since t was built: build it again with what came */
 		table_remove(sc, t);
 		t = NULL;
@@ -539,6 +543,8 @@ static struct symtab *entry_for(struct symcache *sc, struct elf_file *ef, const 
 		if (t->state == ST_READY) {
 			fs->serial = serial;
 			fs->t = t;
+			fs->pending = pending;
+			fs->dgen = dgen;
 		}
 		return t;
 	}

@@ -6,12 +6,15 @@ DEBUGINFOD_URLS set names its frames, with source lines, once the background fet
 the fetched file lands in DEBUGINFOD_CACHE_PATH, whose size bound (MLPROF_DEBUGINFOD_CACHE_MB)
 evicts an older entry; MLPROF_DEBUGINFOD=0 turns it off. Exit 77 (skipped) when not root or
 when the debuginfod server is not installed."""
+import http.server
 import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 import pprof_reader
@@ -39,8 +42,35 @@ def free_port():
         return s.getsockname()[1]
 
 
+# The fetch ends this long after mlprof asks: after the index of lines_stripped was built
+# and its first frames were shown, so the test covers the index rebuilt when a fetch lands
+# (on a fast machine the real server answers before the index is first used).
+FETCH_DELAY_S = 1.0
+
+
+class SlowProxy(http.server.BaseHTTPRequestHandler):
+    """Forwards GETs to the debuginfod server, answering FETCH_DELAY_S late."""
+    upstream = ""
+
+    def do_GET(self):
+        time.sleep(FETCH_DELAY_S)
+        try:
+            with urllib.request.urlopen(self.upstream + self.path, timeout=30) as r:
+                body, status = r.read(), r.status
+        except urllib.error.HTTPError as e:
+            body, status = b"", e.code
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
 class Debuginfod(unittest.TestCase):
     server = None
+    proxy = None
 
     @classmethod
     def setUpClass(cls):
@@ -70,9 +100,17 @@ class Debuginfod(unittest.TestCase):
                 cls.tearDownClass()
                 raise AssertionError("debuginfod did not serve %s within 60 s" % url)
             time.sleep(0.3)
+        SlowProxy.upstream = "http://127.0.0.1:%d" % cls.port
+        cls.proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowProxy)
+        cls.proxy_port = cls.proxy.server_address[1]
+        threading.Thread(target=cls.proxy.serve_forever, daemon=True).start()
 
     @classmethod
     def tearDownClass(cls):
+        if cls.proxy:
+            cls.proxy.shutdown()
+            cls.proxy.server_close()
+            cls.proxy = None
         if cls.server:
             cls.server.terminate()
             try:
@@ -110,7 +148,7 @@ class Debuginfod(unittest.TestCase):
             f.write(os.urandom(2 << 20))
         os.utime(os.path.join(old, "debuginfo"), (time.time() - 86400, time.time() - 86400))
         rows, err = self.record("fetch", {
-            "DEBUGINFOD_URLS": "http://127.0.0.1:%d" % self.port,
+            "DEBUGINFOD_URLS": "http://127.0.0.1:%d" % self.proxy_port,
             "DEBUGINFOD_CACHE_PATH": cache, "MLPROF_DEBUGINFOD_CACHE_MB": "1"})
         total = sum(v for _, v in rows)
         self.assertGreater(total, 300, "too few samples")
