@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "mlprof/sample.h"
-#include "proc.h"
-#include "unwind.h"
+#include "symbolize/proc.h"
+#include "unwind/unwind.h"
 
 #include "snapshot.h"
 

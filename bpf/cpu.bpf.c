@@ -7,7 +7,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#include "capture.bpf.h"
+#include "record.bpf.h"
 
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)

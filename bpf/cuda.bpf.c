@@ -15,7 +15,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#include "capture.bpf.h"
+#include "record.bpf.h"
 
 #include <mlprof/cuda.h>
 

@@ -31,7 +31,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#include "capture.bpf.h"
+#include "record.bpf.h"
 
 #define PAGE_MASK     (~(__u64)(PAGE_SIZE - 1))
 #define MADV_DONTNEED 4

@@ -17,7 +17,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#include "capture.bpf.h"
+#include "record.bpf.h"
 
 #define TASK_RUNNING   0
 #define RATE_WINDOW_NS 100000000ULL

@@ -4,12 +4,13 @@
  * thread's own PyThreadState (TSS slot or the interpreter's thread list), walks its frame
  * chain and appends (code object, instruction, validator, activation-end flag) per frame
  * to the sample record after the user stack copy. User space names the frames later.
- * Include after capture.bpf.h.
  */
 #ifndef MLPROF_PYTHON_BPF_H
 #define MLPROF_PYTHON_BPF_H
 
 #include <mlprof/python.h>
+
+#include "capture.bpf.h"
 
 /*
  * Python processes to walk: tgid -> walker configuration. Written by user space when it

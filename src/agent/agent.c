@@ -14,17 +14,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "agent_config.h"
-#include "commands.h"
-#include "exporter.h"
-#include "httpd.h"
-#include "labels.h"
-#include "agent_budget.h"
-#include "log.h"
-#include "redact.h"
-#include "metrics.h"
-#include "pipeline.h"
+#include "agent/agent.h"
+#include "agent/agent_budget.h"
+#include "agent/agent_config.h"
+#include "agent/agent_metrics.h"
+#include "agent/agent_state.h"
+#include "agent/agent_window.h"
+#include "agent/httpd.h"
+#include "agent/labels.h"
+#include "agent/metrics.h"
+#include "export/exporter.h"
+#include "pipeline/pipeline.h"
+#include "util/log.h"
+#include "util/redact.h"
 
 extern char **environ;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_budget.h"
+#include "agent/agent_budget.h"
 
 /* v1 reports "no limit" as a huge page-aligned number */
 #define V1_UNLIMITED (1ull << 62)

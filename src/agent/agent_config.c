@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* `mlprof agent` configuration: option table, flag/env/file parsing, validation, --help. */
-#include "agent_config.h"
-#include "cuda.h"
+#include "agent/agent_config.h"
+#include "runtimes/cuda/cuda.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "httpd.h"
-#include "redact.h"
+#include "agent/httpd.h"
+#include "util/redact.h"
 
 enum opt_type {
 	OPT_STR,

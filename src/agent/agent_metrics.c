@@ -5,12 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
-#include "exporter.h"
-#include "httpd.h"
-#include "metrics.h"
-#include "sampler.h"
-#include "unwind.h"
+#include "agent/agent_metrics.h"
+#include "agent/agent_state.h"
+#include "agent/httpd.h"
+#include "agent/metrics.h"
+#include "capture/sampler.h"
+#include "export/exporter.h"
+#include "unwind/unwind.h"
 
 enum {
 	M_UP,

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The agent's state, shared by its parts: lifecycle, series windows, self-metrics. */
-#ifndef MLPROF_AGENT_H
-#define MLPROF_AGENT_H
+/*
+ * The agent's state, shared by its parts: lifecycle (agent.c), series windows
+ * (agent_window.c), self-metrics (agent_metrics.c). Data only: no part's functions.
+ */
+#ifndef MLPROF_AGENT_STATE_H
+#define MLPROF_AGENT_STATE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -11,10 +14,10 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "agent_config.h"
-#include "clock.h"
-#include "labels.h"
-#include "pipeline.h"
+#include "agent/agent_config.h"
+#include "agent/labels.h"
+#include "pipeline/pipeline.h"
+#include "util/clock.h"
 
 struct exporter;
 struct http_response;
@@ -106,29 +109,5 @@ static inline int64_t agent__clock_offset(void)
 
 	return (int64_t)r - (int64_t)(m1 + (m2 - m1) / 2);
 }
-
-/* --- agent_window.c: samples into per-series profiles, one window at a time --- */
-
-/* Frees window w's series and makes it the empty window number idx. */
-void agent_window__reset(struct window *w, uint64_t idx);
-/*
- * Encodes and hands every series of w (dur_ns long) to the exporter, then empties w for
- * window next_idx. Failures are counted, never fatal.
- */
-void agent_window__flush(struct agent *a, struct window *w, uint64_t next_idx, int64_t dur_ns);
-/* Sends window 0 and makes window 1 current; also the pipeline and label cache's gc. */
-void agent_window__rotate(struct agent *a);
-/* The pipeline sink (ctx is the agent): adds one sample to its series. Always 0. */
-int agent_window__sink(void *ctx, const struct sample_info *info, const struct frame *frames,
-		       int n_frames);
-
-/* --- agent_metrics.c: /metrics, /healthz and /readyz --- */
-
-/* Creates a->metrics and registers every family. 0 or -errno. */
-int agent_metrics__setup(struct agent *a);
-/* Copies the counters for the metrics thread and refreshes the heartbeat (main thread). */
-void agent_metrics__snapshot(struct agent *a);
-/* The httpd handler (ctx is the agent). */
-void agent_metrics__http(void *ctx, const char *path, struct http_response *r);
 
 #endif

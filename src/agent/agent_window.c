@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
-#include "event_kind.h"
-#include "exporter.h"
-#include "hash.h"
-#include "log.h"
-#include "output.h"
-#include "profile.h"
+#include "agent/agent_state.h"
+#include "agent/agent_window.h"
+#include "export/exporter.h"
+#include "pipeline/event_kind.h"
+#include "profile/output.h"
+#include "profile/profile.h"
+#include "util/hash.h"
+#include "util/log.h"
 
 /* Memory bound of one series profile (all series of a window: AGENT_WINDOW_MAX_BYTES). */
 #define SERIES_MAX_BYTES (8u << 20)

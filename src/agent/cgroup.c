@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Container id, pod uid and path of a process from /proc/PID/cgroup (v1 and v2). */
-#include "cgroup.h"
+#include "agent/cgroup.h"
 
 #include <ctype.h>
 #include <stdbool.h>

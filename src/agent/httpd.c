@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* A tiny poll()-based HTTP server thread: one request per connection, bounded everything. */
 #define LOG_MODULE "httpd"
-#include "httpd.h"
+#include "agent/httpd.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "log.h"
+#include "util/clock.h"
+#include "util/log.h"
 
 #define HTTPD_MAX_CONNS	  32
 #define HTTPD_MAX_REQUEST 8192
@@ -384,7 +384,7 @@ struct httpd *httpd__new(const char *addr, httpd_handler handler, void *ctx)
 		goto cleanup;
 	}
 	setsockopt(h->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(h->lfd, res->ai_addr, res->ai_addrlen) || listen(h->lfd, 16)) {
+	if (bind(h->lfd, res->ai_addr, res->ai_addrlen) || listen(h->lfd, 64)) {
 		err = -errno;
 		pr_err("cannot listen on %s: %s", addr, strerror(errno));
 		goto cleanup;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Kubernetes pod list: PodList parsing, container/pod lookup, and the refresh thread. */
 #define LOG_MODULE "k8s"
-#include "k8s.h"
+#include "agent/k8s.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,8 +13,8 @@
 
 #include <curl/curl.h>
 
-#include "json.h"
-#include "log.h"
+#include "util/json.h"
+#include "util/log.h"
 
 /* ------------------------------------------------------------------ pod list */
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Series labels of processes: ML job variables, filters, service rules, the pid cache. */
 #define LOG_MODULE "labels"
-#include "labels.h"
+#include "agent/labels.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -15,13 +15,13 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "agent_config.h"
-#include "cgroup.h"
-#include "k8s.h"
-#include "log.h"
-#include "lru.h"
-#include "proc.h"
-#include "service_name.h"
+#include "agent/agent_config.h"
+#include "agent/cgroup.h"
+#include "agent/k8s.h"
+#include "agent/service_name.h"
+#include "symbolize/proc.h"
+#include "util/log.h"
+#include "util/lru.h"
 
 /* ------------------------------------------------------------------ ML labels */
 

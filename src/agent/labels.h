@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "label.h"
+#include "profile/label.h"
 
 struct agent_config;
 struct proc;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Prometheus text exposition (format 0.0.4) of the agent's counters, gauges and summaries. */
-#include "metrics.h"
+#include "agent/metrics.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Service names derived from command lines (interpreters, launchers), ML process detection. */
-#include "service_name.h"
+#include "agent/service_name.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "label.h"
+#include "profile/label.h"
 
 #define MAX_ARGS 64
 

@@ -2,7 +2,7 @@
 /* Page-fault programs attached in random slots above a fault rate (see fault_duty.h). */
 #define LOG_MODULE "memory"
 
-#include "fault_duty.h"
+#include "capture/fault_duty.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,8 +16,8 @@
 
 #include <bpf/libbpf.h>
 
-#include "clock.h"
-#include "log.h"
+#include "util/clock.h"
+#include "util/log.h"
 
 #define DEFAULT_SLOT_MS	 20
 #define DEFAULT_MIN_DUTY 0.25

@@ -10,7 +10,7 @@
 
 #include <linux/capability.h>
 
-#include "privilege.h"
+#include "capture/privilege.h"
 
 /*
  * Each need is met by its own capability or by a broader one the kernel also accepts

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Loads the cpu BPF object, samples every online CPU and delivers the ring-buffer records. */
 #define LOG_MODULE "sampler"
-#include "log.h"
+#include "util/log.h"
 
-#include "sampler.h"
-#include "fault_duty.h"
-#include "privilege.h"
-#include "tracefs.h"
-#include "uprobe_link.h"
+#include "capture/fault_duty.h"
+#include "capture/privilege.h"
+#include "capture/sampler.h"
+#include "capture/tracefs.h"
+#include "capture/uprobe_link.h"
 
 #include <errno.h>
 #include <pthread.h>

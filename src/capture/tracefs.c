@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Makes sure the kernel's tracefs is mounted before tracepoints are attached. */
 #define LOG_MODULE "tracefs"
-#include "log.h"
+#include "util/log.h"
 
-#include "tracefs.h"
+#include "capture/tracefs.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Uprobe links on one ELF file: one uprobe_multi link per program, or one link per offset. */
 #define LOG_MODULE "uprobe"
-#include "log.h"
+#include "util/log.h"
 
-#include "uprobe_link.h"
+#include "capture/uprobe_link.h"
 
 #include <errno.h>
 #include <fcntl.h>

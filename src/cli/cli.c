@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Command-line helpers shared by the subcommands: one-line usage errors. */
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* `mlprof diff BASE NEW`: options, report table, regression gate, differential flame graph. */
-#include "diff.h"
+#include "profile/diff.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,11 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "commands.h"
-#include "diff_flamegraph.h"
-#include "gzip.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
 #include "profile.pb-c.h"
+#include "profile/diff_flamegraph.h"
+#include "util/gzip.h"
 
 /* Larger inputs are refused (-E2BIG/-EFBIG) rather than exhausting memory. */
 #define MAX_PPROF_BYTES (1ULL << 30)

@@ -6,8 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "privilege.h"
+#include "agent/agent.h"
+#include "capture/privilege.h"
+#include "cli/commands.h"
 
 static void usage(FILE *f)
 {

@@ -14,17 +14,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "commands.h"
-#include "output.h"
-#include "event_kind.h"
-#include "pipeline.h"
-#include "profile.h"
-#include "record_summary.h"
-#include "unwind.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/record_summary.h"
+#include "pipeline/event_kind.h"
+#include "pipeline/pipeline.h"
+#include "profile/output.h"
+#include "profile/profile.h"
+#include "unwind/unwind.h"
 
 #define LOG_MODULE "record"
-#include "log.h"
+#include "util/log.h"
 
 #define MAX_OUTPUTS 8
 #define MAX_PIDS    256

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The summary `mlprof record` prints at the end: samples, health of each event kind, top. */
-#include "record_summary.h"
+#include "cli/record_summary.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "event_kind.h"
+#include "pipeline/event_kind.h"
 #define LOG_MODULE "record"
-#include "log.h"
-#include "pipeline.h"
-#include "profile.h"
-#include "sampler.h"
-#include "unwind.h"
+#include "capture/sampler.h"
+#include "pipeline/pipeline.h"
+#include "profile/profile.h"
+#include "unwind/unwind.h"
+#include "util/log.h"
 
 struct leaf_count {
 	char *name;

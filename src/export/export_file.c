@@ -12,13 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fsutil.h"
-#include "exporter.h"
-#include "gzip.h"
-#include "hash.h"
+#include "export/export_backend.h"
+#include "util/fsutil.h"
+#include "util/gzip.h"
+#include "util/hash.h"
 
 #define LOG_MODULE "export-file"
-#include "log.h"
+#include "util/log.h"
 
 #define FILE_SUFFIX ".pb.gz"
 #define MAX_SCAN    100000

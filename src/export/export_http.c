@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* HTTP POST for the exporter backends (libcurl): headers, TLS, auth, answer classification. */
-#include "export_http.h"
+#include "export/export_http.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,8 +9,8 @@
 #include <curl/curl.h>
 
 #define LOG_MODULE "exporter"
-#include "log.h"
-#include "redact.h"
+#include "util/log.h"
+#include "util/redact.h"
 
 struct export_http {
 	const struct exporter_config *cfg;

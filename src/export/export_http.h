@@ -6,7 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "exporter.h"
+#include "export/export_backend.h"
+#include "export/export_config.h"
 
 struct export_http;
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <curl/curl.h>
 
-#include "exporter.h"
+#include "export/export_backend.h"
 
 /* Appends s to buf (bounded). */
 static void cat(char *buf, size_t len, const char *s)

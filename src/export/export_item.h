@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "label.h"
+#include "profile/label.h"
 
 /* One profile for one series (e.g. one service for one upload window). */
 struct export_item {

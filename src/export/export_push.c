@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter.h"
+#include "export/export_backend.h"
 #include "push.pb-c.h"
 
 static enum export_status push_send(struct exporter *e, const struct export_item *it,

@@ -9,16 +9,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "export_http.h"
-#include "exporter.h"
-#include "fsutil.h"
-#include "pprof_limits.h"
-#include "spool.h"
+#include "export/export_backend.h"
+#include "export/export_http.h"
+#include "export/exporter.h"
+#include "export/spool.h"
+#include "profile/pprof_limits.h"
+#include "util/clock.h"
+#include "util/fsutil.h"
 
 #define LOG_MODULE "exporter"
-#include "log.h"
-#include "redact.h"
+#include "util/log.h"
+#include "util/redact.h"
 
 #define SEEN_ERRORS   64
 #define FREE_FLUSH_MS 500	 /* exporter__free's own flush bound */

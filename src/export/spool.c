@@ -14,11 +14,11 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "spool.h"
-#include "fsutil.h"
+#include "export/spool.h"
+#include "util/fsutil.h"
 
 #define LOG_MODULE "spool"
-#include "log.h"
+#include "util/log.h"
 
 /*
  * File format, version 1 (little endian):

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "export_item.h"
+#include "export/export_item.h"
 
 struct spool;
 

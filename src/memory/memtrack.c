@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Memory still in use by the stack that brought it in (device allocations, memory growth). */
-#include "memtrack.h"
+#include "memory/memtrack.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "unwound.h"
+#include "unwind/unwound.h"
 
 struct memtrack;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The table of event kinds shared by record and the agent. */
-#include "event_kind.h"
+#include "pipeline/event_kind.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -12,8 +12,8 @@
 
 #include <mlprof/sample.h>
 
-#include "pipeline.h"
-#include "profile.h"
+#include "pipeline/pipeline.h"
+#include "profile/profile.h"
 
 /* Sample labels a kind adds at most (besides pid/tid/names). */
 #define EVENT_KIND_MAX_LABELS 2

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Named native frames by (process map generation, pc): a repeated frame skips symbolization. */
-#include "frame_cache.h"
+#include "pipeline/frame_cache.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame.h"
+#include "profile/frame.h"
 
 struct frame_cache;
 

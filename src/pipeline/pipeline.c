@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The sampling pipeline: BPF records -> unwinding -> symbolization -> frames to a sink. */
-#include "pipeline.h"
+#include "pipeline/pipeline.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,22 +9,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "cuda.h"
-#include "dwarf_lines.h"
-#include "frame_cache.h"
-#include "memtrack.h"
-#include "proc.h"
-#include "python.h"
-#include "python_code.h"
-#include "sampler.h"
-#include "symcache.h"
-#include "symwait.h"
-#include "unwind.h"
-#include "unwound.h"
+#include "capture/sampler.h"
+#include "memory/memtrack.h"
+#include "pipeline/frame_cache.h"
+#include "pipeline/symwait.h"
+#include "runtimes/cuda/cuda.h"
+#include "runtimes/python/python.h"
+#include "runtimes/python/python_code.h"
+#include "symbolize/dwarf_lines.h"
+#include "symbolize/proc.h"
+#include "symbolize/symcache.h"
+#include "unwind/unwind.h"
+#include "unwind/unwound.h"
+#include "util/clock.h"
 
 #define LOG_MODULE "pipeline"
-#include "log.h"
+#include "util/log.h"
 
 /* Off-CPU samples waiting for the end of their interval: bounded count and bytes. */
 #define PENDING_MAX	  8192

@@ -10,13 +10,13 @@
 
 #include <mlprof/sample.h>
 
-#include "cuda.h"
-#include "fault_duty.h"
-#include "frame.h"
-#include "memtrack.h"
-#include "python.h"
-#include "symcache.h"
-#include "unwind.h"
+#include "capture/fault_duty.h"
+#include "memory/memtrack.h"
+#include "profile/frame.h"
+#include "runtimes/cuda/cuda.h"
+#include "runtimes/python/python.h"
+#include "symbolize/symcache.h"
+#include "unwind/unwind.h"
 
 struct pipeline;
 struct proc;

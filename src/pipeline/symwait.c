@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Samples parked until the symbol indexes their native frames need are built: bounded FIFO. */
-#include "symwait.h"
+#include "pipeline/symwait.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "unwound.h"
+#include "unwind/unwound.h"
 
 /* A parked sample: the unwound stack and what emitting it takes. */
 struct parked {

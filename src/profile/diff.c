@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* mlprof diff: reads two pprof profiles and compares each function's share of the total. */
-#include "diff.h"
+#include "profile/diff.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,10 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "diff_flamegraph.h"
-#include "gzip.h"
 #include "profile.pb-c.h"
+#include "util/gzip.h"
 
 /* Larger inputs are refused (-E2BIG/-EFBIG) rather than exhausting memory. */
 #define MAX_PPROF_BYTES (1ULL << 30)

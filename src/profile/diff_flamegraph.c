@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Differential flame graph: both profiles' stacks merged into one tree, coloured by change. */
-#include "diff_flamegraph.h"
+#include "profile/diff_flamegraph.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,8 +9,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "flamegraph.h"
-#include "flamegraph_tree.h"
+#include "profile/flamegraph.h"
+#include "profile/flamegraph_tree.h"
+#include "profile/html.h"
 
 /*
  * Like Brendan Gregg's differential flame graphs, red is growth and blue is shrink; unlike
@@ -179,11 +180,11 @@ static void page_subtitle(FILE *f, void *ctx)
 	int64_t tb = diff__result_total(t->r, 0), tn = diff__result_total(t->r, 1);
 	char a[32], b[32];
 
-	flamegraph__xml_str(f, t->type);
+	html__text(f, t->type, 0);
 	fputs(" &middot; base total ", f);
-	flamegraph__xml_str(f, diff__format_value(tb, t->unit, a, sizeof(a)));
+	html__text(f, diff__format_value(tb, t->unit, a, sizeof(a)), 0);
 	fputs(" &rarr; new ", f);
-	flamegraph__xml_str(f, diff__format_value(tn, t->unit, b, sizeof(b)));
+	html__text(f, diff__format_value(tn, t->unit, b, sizeof(b)), 0);
 	fprintf(f,
 		" (%+.1f%%) &middot; width: average share of both &middot; colour: change of share",
 		100.0 * ((double)tn - (double)tb) / (double)tb);
@@ -231,7 +232,7 @@ static void page_script(FILE *f, void *ctx)
 		"var TB=%" PRId64 ",TN=%" PRId64 ",S=%.4f,MIN=%.3f,WU=%.0f,U=",
 		diff__result_total(t->r, 0), diff__result_total(t->r, 1), t->scale, MIN_POINTS,
 		WIDTH_UNITS);
-	flamegraph__json_str(f, t->unit);
+	html__json_str(f, t->unit);
 	fprintf(f, ";\nvar G=[%d,%d,%d],B=[%d,%d,%d],Z=[%d,%d,%d];\n", grow_rgb[0], grow_rgb[1],
 		grow_rgb[2], shrink_rgb[0], shrink_rgb[1], shrink_rgb[2], same_rgb[0], same_rgb[1],
 		same_rgb[2]);

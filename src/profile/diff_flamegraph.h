@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "diff.h"
+#include "profile/diff.h"
 
 /*
  * Writes r's two profiles merged into one interactive flame graph page. A frame's width is

@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Flame graphs: a self-contained interactive HTML page (canvas + inline JS) and a static SVG. */
-#include "output.h"
-#include "flamegraph.h"
-#include "flamegraph_tree.h"
+#include "profile/flamegraph.h"
+#include "profile/flamegraph_tree.h"
+#include "profile/output.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
+#include "profile/html.h"
+#include "util/hash.h"
 
 #define LOG_MODULE "flamegraph"
-#include "log.h"
+#include "util/log.h"
+#include "util/utf8.h"
 
 /*
  * Both outputs are "icicle" flame graphs: the root ("all") on top, callees below, like
@@ -257,119 +259,6 @@ static int tree_build(struct tree *t, const struct profile *p, int vi)
 	return prune(t, FG_MAX_NODES);
 }
 
-/* ---- escaping ---- */
-
-/* Decodes one UTF-8 sequence; returns its length, or 0 if invalid. */
-static int utf8_decode(const unsigned char *s, uint32_t *cp)
-{
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if ((s[0] & 0xe0) == 0xc0 && (s[1] & 0xc0) == 0x80) {
-		*cp = (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
-		return *cp >= 0x80 ? 2 : 0;
-	}
-	if ((s[0] & 0xf0) == 0xe0 && (s[1] & 0xc0) == 0x80 && (s[2] & 0xc0) == 0x80) {
-		*cp = (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
-		return *cp >= 0x800 && (*cp < 0xd800 || *cp > 0xdfff) ? 3 : 0;
-	}
-	if ((s[0] & 0xf8) == 0xf0 && (s[1] & 0xc0) == 0x80 && (s[2] & 0xc0) == 0x80 &&
-	    (s[3] & 0xc0) == 0x80) {
-		*cp = (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 |
-		      (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
-		return *cp >= 0x10000 && *cp <= 0x10ffff ? 4 : 0;
-	}
-	return 0;
-}
-
-/*
- * JSON string body that is also safe inside <script>: <, >, & and U+2028/9 are \u-escaped
- * so "</script>" or "<!--" can never appear; invalid UTF-8 becomes U+FFFD.
- */
-static void json_str(FILE *f, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-
-	fputc('"', f);
-	while (*s) {
-		uint32_t cp;
-		int n = utf8_decode(s, &cp);
-
-		if (!n) {
-			fputs("\\ufffd", f);
-			s++;
-			continue;
-		}
-		if (cp == '"' || cp == '\\')
-			fprintf(f, "\\%c", (char)cp);
-		else if (cp < 0x20 || cp == '<' || cp == '>' || cp == '&' || cp == 0x2028 ||
-			 cp == 0x2029)
-			fprintf(f, "\\u%04x", (unsigned int)cp);
-		else
-			fwrite(s, 1, (size_t)n, f);
-		s += n;
-	}
-	fputc('"', f);
-}
-
-/* Text for HTML/XML content and attributes; at most max_chars characters (0 = all). */
-static void xml_str(FILE *f, const char *str, size_t max_chars)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t chars = 0;
-
-	while (*s && (!max_chars || chars < max_chars)) {
-		uint32_t cp;
-		int n = utf8_decode(s, &cp);
-
-		chars++;
-		if (!n) {
-			fputs("\xef\xbf\xbd", f);
-			s++;
-			continue;
-		}
-		switch (cp) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&#39;", f);
-			break;
-		default:
-			if (cp < 0x20)
-				fputc(' ', f); /* XML 1.0 forbids most control characters */
-			else
-				fwrite(s, 1, (size_t)n, f);
-		}
-		s += n;
-	}
-}
-
-static size_t utf8_chars(const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t n = 0;
-	uint32_t cp;
-
-	while (*s) {
-		int k = utf8_decode(s, &cp);
-
-		s += k ? k : 1;
-		n++;
-	}
-	return n;
-}
-
 /* ---- HTML ---- */
 
 /* A profile node's members: value, kind and the threads it ran in. */
@@ -390,7 +279,7 @@ static void json_members(FILE *f, uint32_t i, void *ctx)
 		fputs(",\"th\":[", f);
 		for (int k = 0; k < FG_THREADS && d->th[k]; k++) {
 			fputs(k ? ",[" : "[", f);
-			json_str(f, t->names[d->th[k] - 1]);
+			html__json_str(f, t->names[d->th[k] - 1]);
 			fprintf(f, ",%" PRId64 "]", d->th_v[k]);
 		}
 		fprintf(f, "],\"tho\":%" PRId64, d->th_other);
@@ -579,27 +468,15 @@ static void legend(FILE *f)
 }
 
 /* See flamegraph.h. */
-void flamegraph__json_str(FILE *f, const char *s)
-{
-	json_str(f, s);
-}
-
-/* See flamegraph.h. */
-void flamegraph__xml_str(FILE *f, const char *s)
-{
-	xml_str(f, s, 0);
-}
-
-/* See flamegraph.h. */
 int flamegraph__write_page(FILE *f, const struct flamegraph_page *pg)
 {
 	const char *title = pg->title && *pg->title ? pg->title : "mlprof flame graph";
 	int err;
 
 	fputs(html_head, f);
-	xml_str(f, title, 0);
+	html__text(f, title, 0);
 	fputs(html_style, f);
-	xml_str(f, title, 0);
+	html__text(f, title, 0);
 	fputs("</h1><span id=\"sub\">", f);
 	pg->subtitle(f, pg->ctx);
 	fputs("</span>", f);
@@ -618,11 +495,11 @@ int flamegraph__write_page(FILE *f, const struct flamegraph_page *pg)
 	      f);
 
 	fputs("<script type=\"application/json\" id=\"fg-meta\">{\"title\":", f);
-	json_str(f, title);
+	html__json_str(f, title);
 	fputs(",\"type\":", f);
-	json_str(f, pg->type ? pg->type : "");
+	html__json_str(f, pg->type ? pg->type : "");
 	fputs(",\"unit\":", f);
-	json_str(f, pg->unit ? pg->unit : "");
+	html__json_str(f, pg->unit ? pg->unit : "");
 	fprintf(f, ",\"total\":%" PRId64 ",\"nodes\":%zu,\"allNodes\":%zu}</script>\n", pg->total,
 		pg->n_nodes, pg->n_all_nodes);
 	fputs("<script type=\"application/json\" id=\"fg-data\">", f);
@@ -650,9 +527,9 @@ static void html_subtitle(FILE *f, void *ctx)
 	const struct html_ctx *c = ctx;
 	const struct profile_config *cfg = profile__config(c->p);
 
-	xml_str(f, cfg->sample_types[c->vi].type ? cfg->sample_types[c->vi].type : "", 0);
+	html__text(f, cfg->sample_types[c->vi].type ? cfg->sample_types[c->vi].type : "", 0);
 	fputs(" &middot; ", f);
-	xml_str(f, cfg->sample_types[c->vi].unit ? cfg->sample_types[c->vi].unit : "", 0);
+	html__text(f, cfg->sample_types[c->vi].unit ? cfg->sample_types[c->vi].unit : "", 0);
 	fprintf(f, " &middot; total %" PRId64 " &middot; %zu stacks", fgd(c->t, 0)->value,
 		profile__n_samples(c->p));
 }
@@ -780,7 +657,7 @@ static void svg_node(struct svg_ctx *c, uint32_t i, double x)
 		return;
 	svg_color(name, nd->kind, col, sizeof(col));
 	fputs("<g><title>", c->f);
-	xml_str(c->f, name, 0);
+	html__text(c->f, name, 0);
 	fprintf(c->f, " (%" PRId64 " %s, %.2f%%)</title>", value, c->unit,
 		c->total ? 100.0 * (double)value / (double)c->total : 0.0);
 	fprintf(c->f,
@@ -789,10 +666,10 @@ static void svg_node(struct svg_ctx *c, uint32_t i, double x)
 	fit = (size_t)((w - 6) / (SVG_FONT * 0.59));
 	if (fit >= 3) {
 		fprintf(c->f, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + SVG_ROW - 4.5);
-		if (utf8_chars(name) <= fit) {
-			xml_str(c->f, name, 0);
+		if (utf8__count(name) <= fit) {
+			html__text(c->f, name, 0);
 		} else {
-			xml_str(c->f, name, fit - 2);
+			html__text(c->f, name, fit - 2);
 			fputs("..", c->f);
 		}
 		fputs("</text>", c->f);
@@ -845,11 +722,11 @@ int flamegraph__write_svg(const struct profile *p, int vi, const char *title, FI
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"url(#bg)\"/>\n",
 		SVG_WIDTH, height);
 	fprintf(f, "<text class=\"t\" x=\"%d\" y=\"24\">", SVG_WIDTH / 2);
-	xml_str(f, title, 0);
+	html__text(f, title, 0);
 	fprintf(f, "</text>\n<text class=\"s\" x=\"%d\" y=\"44\">", SVG_WIDTH / 2);
-	xml_str(f, cfg->sample_types[vi].type ? cfg->sample_types[vi].type : "", 0);
+	html__text(f, cfg->sample_types[vi].type ? cfg->sample_types[vi].type : "", 0);
 	fprintf(f, " &#183; total %" PRId64 " ", c.total);
-	xml_str(f, c.unit, 0);
+	html__text(f, c.unit, 0);
 	if (t.ft.n_kept < t.ft.n)
 		fprintf(f, " &#183; %zu of %zu frames shown", t.ft.n_kept, t.ft.n);
 	fputs("</text>\n", f);

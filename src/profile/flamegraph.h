@@ -11,7 +11,7 @@
 /*
  * What a tree writer supplies to flamegraph__write_page(). The page lays the tree out as an
  * icicle graph (root on top) with zoom, search and a tooltip. Callbacks write into the page
- * at their place and must escape what they print (flamegraph__xml_str, flamegraph__json_str).
+ * at their place and must escape what they print (profile/html.h).
  */
 struct flamegraph_page {
 	const char *title; /* <title> and heading; NULL or "" for "mlprof flame graph" */
@@ -41,10 +41,5 @@ struct flamegraph_page {
 
 /* Writes one self-contained HTML page. Returns 0, the tree callback's error, or -EIO. */
 int flamegraph__write_page(FILE *f, const struct flamegraph_page *pg);
-
-/* Writes s as a JSON string (quotes included) that is also safe inside <script>. */
-void flamegraph__json_str(FILE *f, const char *s);
-/* Writes s escaped for HTML/XML text and attributes. */
-void flamegraph__xml_str(FILE *f, const char *s);
 
 #endif

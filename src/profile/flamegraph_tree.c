@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The node tree flame graphs are drawn from (the profile's and the differential one). */
-#include "flamegraph_tree.h"
-#include "flamegraph.h"
+#include "profile/flamegraph_tree.h"
+#include "profile/html.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -181,7 +181,7 @@ int flamegraph_tree__write_json(FILE *f, const struct flamegraph_tree *t, uint32
 	int err = 0;
 
 	fputs("{\"name\":", f);
-	flamegraph__json_str(f, t->name_of(t->nodes[i].name, t->ctx));
+	html__json_str(f, t->name_of(t->nodes[i].name, t->ctx));
 	members(f, i, ctx);
 	kids = flamegraph_tree__sorted_children(t, i, &n);
 	if (!kids)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Folded stacks writer ("root;caller;leaf count"), the input format of flamegraph.pl. */
-#include "output.h"
+#include "profile/output.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #define LOG_MODULE "folded"
-#include "log.h"
+#include "util/log.h"
 
 #define NAME_MAX_LEN 1024
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Label names and values made valid for Pyroscope (names as identifiers, values as UTF-8). */
-#include "label.h"
-#include "utf8.h"
+#include "profile/label.h"
+#include "util/utf8.h"
 
 #include <ctype.h>
 #include <stdbool.h>

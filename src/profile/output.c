@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Output formats: names, extensions and the atomic file writer shared by all encoders. */
-#include "output.h"
+#include "profile/output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #define LOG_MODULE "output"
-#include "log.h"
+#include "util/log.h"
 
 static const struct {
 	enum output_format fmt;

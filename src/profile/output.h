@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 enum output_format {
 	OUTPUT_PPROF = 0, /* gzip-compressed pprof protobuf (.pb.gz, .pprof) */

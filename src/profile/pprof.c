@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 /* pprof encoder: struct profile -> perftools.profiles.Profile protobuf, optionally gzipped. */
-#include "output.h"
+#include "profile/output.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gzip.h"
-#include "hash.h"
 #include "profile.pb-c.h"
-#include "utf8.h"
+#include "util/gzip.h"
+#include "util/hash.h"
+#include "util/utf8.h"
 
 #define LOG_MODULE "pprof"
-#include "log.h"
+#include "util/log.h"
 
 /*
  * Output is deterministic: strings are numbered in order of first use while walking the

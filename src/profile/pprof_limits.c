@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Trims a pprof over Pyroscope's limits: heaviest samples kept, the rest folded into one. */
-#include "pprof_limits.h"
+#include "profile/pprof_limits.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gzip.h"
 #include "profile.pb-c.h"
+#include "util/gzip.h"
 
 #define LOG_MODULE "exporter"
-#include "log.h"
+#include "util/log.h"
 
 /*
  * Pyroscope's ingestion limits (distributor validation). 16000 samples need well over

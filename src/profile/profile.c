@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* In-memory profile: interns strings, mappings, functions and locations; merges samples. */
-#include "profile.h"
+#include "profile/profile.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
+#include "util/hash.h"
 
 #define LOG_MODULE "profile"
-#include "log.h"
+#include "util/log.h"
 
 /*
  * Design notes:

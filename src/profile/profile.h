@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame.h"
+#include "profile/frame.h"
 
 #define PROFILE_MAX_SAMPLE_TYPES 4
 #define PROFILE_MAX_LABELS	 8

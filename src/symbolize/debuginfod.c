@@ -12,11 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "debuginfod.h"
+#include "symbolize/debuginfod.h"
 
 #define LOG_MODULE "debuginfod"
-#include "log.h"
-#include "redact.h"
+#include "util/log.h"
+#include "util/redact.h"
 
 #define DI_DEFAULT_ENTRIES  4096
 #define DI_DEFAULT_CACHE_MB 2048

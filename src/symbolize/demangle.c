@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "demangle.h"
+#include "symbolize/demangle.h"
 
 /* libstdc++'s abi::__cxa_demangle, declared with C linkage. */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);

@@ -11,12 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dwarf_lines.h"
-#include "hash.h"
-#include "lru.h"
+#include "symbolize/dwarf_lines.h"
+#include "util/hash.h"
+#include "util/lru.h"
 
 #define LOG_MODULE "dwarf"
-#include "log.h"
+#include "util/log.h"
 
 #define DL_BUCKETS	    4096
 #define DL_DEFAULT_MAX_OPEN 16

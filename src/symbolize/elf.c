@@ -13,14 +13,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "elf.h"
+#include "symbolize/elf.h"
 
 #ifndef STT_GNU_IFUNC
 #define STT_GNU_IFUNC 10
 #endif
 
 #define LOG_MODULE "elf"
-#include "log.h"
+#include "util/log.h"
 
 #define ELF_PAGE_SIZE 4096 /* x86-64: the granule the kernel maps segments at */
 

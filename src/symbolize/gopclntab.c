@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Go's pc/line table (.gopclntab, Go 1.16+): function names, file:line, stack-pointer deltas. */
-#include "gopclntab.h"
+#include "symbolize/gopclntab.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "elf.h"
+#include "symbolize/elf.h"
 
 #define LOG_MODULE "gopclntab"
-#include "log.h"
+#include "util/log.h"
 
 /* Header magics (Go's internal/abi.PCLnTabMagic): the layout changed with each. */
 #define MAGIC_GO116 0xfffffffau /* Go 1.16-1.17 */

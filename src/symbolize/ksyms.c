@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symcache.h"
+#include "symbolize/symcache.h"
 
 #define LOG_MODULE "ksyms"
-#include "log.h"
+#include "util/log.h"
 
 #define KSYMS_MAX_SYMS	(4u << 20)   /* bound: real kernels have < 1M text symbols */
 #define KSYMS_MAX_NAMES (256u << 20) /* bound on the name arena */

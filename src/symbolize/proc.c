@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Per-process cache of executable mappings with lazily opened ELF files shared by (dev, inode). */
 #define LOG_MODULE "proc"
-#include "log.h"
+#include "util/log.h"
 
-#include "proc.h"
+#include "symbolize/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "elf.h"
-#include "lru.h"
+#include "symbolize/elf.h"
+#include "util/clock.h"
+#include "util/lru.h"
 
 /* Longest /proc/PID/maps line we parse; longer lines are skipped (paths are <= PATH_MAX). */
 #define MAPS_LINE_MAX 4352

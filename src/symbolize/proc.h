@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "frame.h"
+#include "profile/frame.h"
 
 struct elf_file;
 struct proc_cache;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Symbol indexes per ELF file, shared by every process mapping it, built off the hot path. */
-#include "symcache.h"
+#include "symbolize/symcache.h"
 
 #include <errno.h>
 #include <linux/elf.h>
@@ -11,17 +11,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "debuginfod.h"
-#include "dwarf_lines.h"
-#include "elf.h"
-#include "gopclntab.h"
-#include "hash.h"
-#include "lru.h"
-#include "symindex.h"
+#include "symbolize/debuginfod.h"
+#include "symbolize/dwarf_lines.h"
+#include "symbolize/elf.h"
+#include "symbolize/gopclntab.h"
+#include "symbolize/symindex.h"
+#include "util/clock.h"
+#include "util/hash.h"
+#include "util/lru.h"
 
 #define LOG_MODULE "symcache"
-#include "log.h"
+#include "util/log.h"
 
 #define SC_BUCKETS	     1024 /* hash buckets for indexes (chained) */
 #define SC_DEFAULT_MAX_BYTES (256u << 20)

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "demangle.h" /* demangle() was declared here; its users include this header */
+#include "symbolize/demangle.h" /* demangle() was declared here; its users include this header */
 
 struct elf_file;
 struct symcache;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The function symbol index of one ELF file: built once, 12 bytes a symbol, names in place. */
-#include "symindex.h"
+#include "symbolize/symindex.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "debuginfod.h"
-#include "elf.h"
-#include "gopclntab.h"
+#include "symbolize/debuginfod.h"
+#include "symbolize/elf.h"
+#include "symbolize/gopclntab.h"
 
 #define LOG_MODULE "symindex"
-#include "log.h"
+#include "util/log.h"
 
 #ifndef STT_GNU_IFUNC
 #define STT_GNU_IFUNC 10

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* User-stack unwinding with libunwind's remote API over captured registers + stack bytes. */
 #define LOG_MODULE "unwind"
-#include "log.h"
+#include "util/log.h"
 
-#include "unwind.h"
+#include "unwind/unwind.h"
 
 #include <errno.h>
 #include <libunwind.h>
@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elf.h"
 #include "mlprof/sample.h"
-#include "proc.h"
-#include "unwind_cfi.h"
-#include "unwind_fp.h"
-#include "unwind_table.h"
+#include "symbolize/elf.h"
+#include "symbolize/proc.h"
+#include "unwind/unwind_cfi.h"
+#include "unwind/unwind_fp.h"
+#include "unwind/unwind_table.h"
 
 /* Exported by libunwind-x86_64 but not declared in its public headers (perf does the same). */
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,

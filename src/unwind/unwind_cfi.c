@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The unwind rule of one pc evaluated from .eh_frame, for the fast path of the unwinder. */
-#include "unwind_cfi.h"
+#include "unwind/unwind_cfi.h"
 
 #include <stdbool.h>
 #include <string.h>
 
-#include "dwarf_cursor.h"
-#include "elf.h"
-#include "unwind_table.h"
+#include "symbolize/elf.h"
+#include "unwind/cfi_cie.h"
+#include "unwind/dwarf_cursor.h"
+#include "unwind/unwind_table.h"
 
 /* x86-64 DWARF register numbers. */
 #define REG_RBP 6
@@ -138,84 +139,6 @@ static bool open_entry(const struct unwind_table *t, uint64_t vaddr, struct cur 
 		return false;
 	c->end = c->p + len;
 	return true;
-}
-
-/* See unwind_cfi.h. */
-bool unwind_cfi__parse_cie(const uint8_t *p, size_t avail, uint64_t vaddr, struct cfi_cie *cie)
-{
-	struct cur c = {p, p + avail, vaddr, false};
-	uint64_t len;
-	const char *aug;
-	size_t auglen;
-	uint8_t version;
-
-	memset(cie, 0, sizeof(*cie));
-	len = cur_uint(&c, 4);
-	if (len == 0xffffffffu)
-		len = cur_uint(&c, 8);
-	if (c.bad || len == 0 || len > (uint64_t)(c.end - c.p))
-		return false;
-	c.end = c.p + len;
-	if (cur_uint(&c, 4) != 0)
-		return false;
-	version = (uint8_t)cur_uint(&c, 1);
-	if (c.bad || (version != 1 && version != 3))
-		return false;
-	aug = (const char *)c.p;
-	auglen = strnlen(aug, (size_t)(c.end - c.p));
-	if (auglen == (size_t)(c.end - c.p))
-		return false;
-	cur_skip(&c, auglen + 1);
-	if (strstr(aug, "eh")) {
-		cur_skip(&c, 8); /* GCC 2.x's EH data pointer */
-		cie->unusual = true;
-	}
-	cie->code_align = cur_uleb(&c);
-	cie->data_align = cur_sleb(&c);
-	cie->ra_reg = version == 1 ? cur_uint(&c, 1) : cur_uleb(&c);
-	if (aug[0] == 'z') {
-		uint64_t alen = cur_uleb(&c);
-		const uint8_t *aend;
-
-		if (c.bad || alen > (uint64_t)(c.end - c.p))
-			return false;
-		aend = c.p + alen;
-		cie->has_aug_data = true;
-		for (size_t i = 1; i < auglen && !c.bad; i++) {
-			uint64_t dummy;
-
-			switch (aug[i]) {
-			case 'R':
-				cie->fde_enc = (uint8_t)cur_uint(&c, 1);
-				break;
-			case 'L':
-				cur_skip(&c, 1);
-				break;
-			case 'P': {
-				uint8_t penc = (uint8_t)cur_uint(&c, 1);
-
-				/* the value may be indirect: only its size matters here */
-				cur_encoded(&c, penc & 0x7f, 0, &dummy);
-				break;
-			}
-			case 'S':
-				cie->signal = true;
-				break;
-			case 'B':
-				break;
-			default:
-				return false;
-			}
-		}
-		c.vaddr += (uint64_t)(aend - c.p);
-		c.p = aend;
-	} else if (auglen && !cie->unusual) {
-		return false;
-	}
-	cie->insn = c.p;
-	cie->insn_end = c.end;
-	cie->insn_vaddr = c.vaddr;
-	return !c.bad;
 }
 
 /* v * align with wrap-around (untrusted operands; results are range-checked later). */
@@ -400,8 +323,8 @@ void unwind_cfi__rule(const struct unwind_table *t, uint64_t vaddr, struct cfi_r
 		return;
 	out->kind = CFI_COMPLEX;
 	cie_p = image_at(t, c.vaddr - 4 - cie_ptr, &avail);
-	if (!cie_p || !unwind_cfi__parse_cie(cie_p, avail, c.vaddr - 4 - cie_ptr, &cie) ||
-	    cie.unusual || !cie.code_align)
+	if (!cie_p || !cfi_cie__parse(cie_p, avail, c.vaddr - 4 - cie_ptr, &cie) || cie.unusual ||
+	    !cie.code_align)
 		return;
 	if (!cur_encoded(&c, cie.fde_enc, 0, &pc_begin) ||
 	    !cur_encoded(&c, cie.fde_enc & 0x0f, 0, &pc_range))

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Unwinding code without CFI: rbp chains, Go's pcsp, and a stack scan for return addresses. */
-#include "unwind_fp.h"
+#include "unwind/unwind_fp.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "elf.h"
-#include "gopclntab.h"
+#include "symbolize/elf.h"
+#include "symbolize/gopclntab.h"
 
 /* Go tables kept (direct-mapped by file); each slot holds a reference on its file. */
 #define GO_SLOTS 32

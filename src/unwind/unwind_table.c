@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Unwind tables of ELF files: .eh_frame_hdr, synthesized from .eh_frame, from .debug_frame. */
 #define LOG_MODULE "unwind"
-#include "log.h"
+#include "util/log.h"
 
-#include "unwind_table.h"
+#include "unwind/unwind_table.h"
 
 #include <errno.h>
 #include <linux/elf.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dwarf_cursor.h"
-#include "unwind_cfi.h"
+#include "unwind/cfi_cie.h"
+#include "unwind/dwarf_cursor.h"
 
 /* Bound on FDEs indexed when synthesizing a table from .eh_frame. */
 #define MAX_SYNTH_FDES (1u << 21)
@@ -35,7 +35,7 @@ static bool parse_cie(const struct elf_section *fs, uint64_t off, uint8_t *enc)
 	struct cfi_cie cie;
 
 	if (off >= fs->size ||
-	    !unwind_cfi__parse_cie(fs->data + off, fs->size - off, fs->addr + off, &cie))
+	    !cfi_cie__parse(fs->data + off, fs->size - off, fs->addr + off, &cie))
 		return false;
 	*enc = cie.fde_enc;
 	return true;

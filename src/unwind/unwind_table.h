@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "elf.h"
+#include "symbolize/elf.h"
 
 /*
  * Unwind index of one ELF file: where its binary search table of (initial pc, FDE) int32

@@ -11,7 +11,7 @@
 #include <mlprof/python.h>
 #include <mlprof/sample.h>
 
-#include "unwind.h"
+#include "unwind/unwind.h"
 
 /*
  * What unwinding leaves for symbolization, without the stack copy: samples that wait for

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* File-system helpers shared by the outputs (profile files, spool). */
-#include "fsutil.h"
+#include "util/fsutil.h"
 
 #include <errno.h>
 #include <limits.h>

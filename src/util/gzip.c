@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* gzip compression and bounded decompression of in-memory buffers (zlib). */
-#include "gzip.h"
+#include "util/gzip.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* A minimal JSON DOM parser: bounded depth, size and node count; strings unescaped in place. */
-#include "json.h"
+#include "util/json.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Leveled logging: text ("mlprof: module: msg") or JSON lines, on stderr. */
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <stdarg.h>

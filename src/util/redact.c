@@ -3,7 +3,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "redact.h"
+#include "util/redact.h"
 
 struct out {
 	char *p;

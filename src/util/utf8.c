@@ -1,38 +1,66 @@
 // SPDX-License-Identifier: Apache-2.0
 /* UTF-8 checks and repair (label values, pprof string tables, Python strings). */
-#include "utf8.h"
+#include "util/utf8.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* See utf8.h. */
-size_t utf8__seq_len(const unsigned char *s)
+size_t utf8__decode(const unsigned char *s, uint32_t *cp)
 {
 	size_t n;
-	unsigned int cp;
+	uint32_t c;
 
-	if (s[0] < 0x80)
+	if (s[0] < 0x80) {
+		*cp = s[0];
 		return 1;
+	}
 	if ((s[0] & 0xe0) == 0xc0) {
 		n = 2;
-		cp = s[0] & 0x1f;
+		c = s[0] & 0x1f;
 	} else if ((s[0] & 0xf0) == 0xe0) {
 		n = 3;
-		cp = s[0] & 0x0f;
+		c = s[0] & 0x0f;
 	} else if ((s[0] & 0xf8) == 0xf0) {
 		n = 4;
-		cp = s[0] & 0x07;
+		c = s[0] & 0x07;
 	} else {
 		return 0;
 	}
 	for (size_t i = 1; i < n; i++) {
 		if ((s[i] & 0xc0) != 0x80)
 			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
+		c = (c << 6) | (s[i] & 0x3f);
 	}
-	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+	if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && c < 0x10000) ||
+	    c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
 		return 0;
+	*cp = c;
+	return n;
+}
+
+/* See utf8.h. */
+size_t utf8__seq_len(const unsigned char *s)
+{
+	uint32_t cp;
+
+	return utf8__decode(s, &cp);
+}
+
+/* See utf8.h. */
+size_t utf8__count(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n = 0;
+	uint32_t cp;
+
+	while (*s) {
+		size_t k = utf8__decode(s, &cp);
+
+		s += k ? k : 1;
+		n++;
+	}
 	return n;
 }
 

@@ -5,6 +5,16 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Decodes the UTF-8 sequence at s (NUL-terminated) into *cp. Returns its length (1..4), or
+ * 0 when invalid (then *cp is not set).
+ */
+size_t utf8__decode(const unsigned char *s, uint32_t *cp);
+
+/* Characters in the NUL-terminated s, each invalid byte counting as one. */
+size_t utf8__count(const char *s);
 
 /*
  * Length of the valid UTF-8 sequence at s (1..4; s NUL-terminated), or 0 when invalid

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cgroup.h"
+#include "agent/cgroup.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

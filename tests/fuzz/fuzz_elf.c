@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "elf.h"
 #include "fuzz_util.h"
-#include "symcache.h"
+#include "symbolize/elf.h"
+#include "symbolize/symcache.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

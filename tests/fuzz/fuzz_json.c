@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "agent/k8s.h"
 #include "fuzz_util.h"
-#include "json.h"
-#include "k8s.h"
+#include "util/json.h"
 
 /* Visits every node once (the node array is a tree: indexes only point forward). */
 static uint64_t walk(const struct json_doc *d, int idx, int depth)

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "fuzz_util.h"
-#include "proc.h"
+#include "symbolize/proc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

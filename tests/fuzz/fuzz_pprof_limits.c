@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "fuzz_util.h"
-#include "gzip.h"
-#include "pprof_limits.h"
 #include "profile.pb-c.h"
+#include "profile/pprof_limits.h"
+#include "util/gzip.h"
 
 static const struct pprof_limits limits = {
 	.max_bytes = 4096,

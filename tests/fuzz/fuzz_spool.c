@@ -12,8 +12,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "export/spool.h"
 #include "fuzz_util.h"
-#include "spool.h"
 
 #define HDR 16
 

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "fuzz_util.h"
-#include "unwind_cfi.h"
-#include "unwind_table.h"
+#include "unwind/unwind_cfi.h"
+#include "unwind/unwind_table.h"
 
 #ifndef PT_GNU_EH_FRAME
 #define PT_GNU_EH_FRAME 0x6474e550

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "util/log.h"
 
 /* Errors only: a parser logging every rejected input would slow the fuzzer down. */
 static inline void fuzz__quiet(void)

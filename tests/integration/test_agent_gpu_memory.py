@@ -55,7 +55,7 @@ SCRIPT = os.environ.get("PYROSCOPE_SH", os.path.join(SRC, "scripts", "pyroscope.
 TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
 CUDA_EXE = os.path.join(rcuda.CUDA_DIR, "cuda_launch_shared")
 
-# Profile type ids: __name__:sample type:unit:period type:unit (src/event_kind.c).
+# Profile type ids: __name__:sample type:unit:period type:unit (src/pipeline/event_kind.c).
 LAUNCHES = "cuda_launches:cuda_launches:count:cuda_launches:count"
 SYNC = "cuda_sync:cuda_sync_wait:nanoseconds:cuda_sync_wait:nanoseconds"
 MEMCPY = "cuda_memcpy:memcpy_bytes:bytes:memcpy_bytes:bytes"

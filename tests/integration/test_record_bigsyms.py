@@ -37,7 +37,7 @@ MID = "torch::native::(anonymous namespace)::BigsymsHotKernelImpl<float, 8>::for
 LEAF = "torch::native::cpu::BigsymsLeafKernel<double, 4>::burn_leaf(long, double const*)"
 CHAIN = [LEAF, MID, ENTRY, "main"]
 
-# First line of the summary (src/record_summary.c); the drop count may be left out when 0.
+# First line of the summary (src/cli/record_summary.c); the drop count may be left out when 0.
 SUMMARY_RE = re.compile(
     r"^mlprof: (?P<samples>\d+) samples in (?P<secs>[0-9.]+) s at (?P<hz>\d+) Hz"
     r"(?:, (?P<dropped>\d+) dropped \(ring buffer full\))?"

@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exporter.h"
-#include "output.h"
-#include "profile.h"
+#include "export/exporter.h"
+#include "profile/output.h"
+#include "profile/profile.h"
 
 static int64_t now_ns(void)
 {

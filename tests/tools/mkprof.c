@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output.h"
+#include "profile/output.h"
 
 /*
  * Usage: mkprof [--demo] FILE...

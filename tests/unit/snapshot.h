@@ -12,7 +12,7 @@
 
 #include <mlprof/sample.h>
 
-#include "unwind.h"
+#include "unwind/unwind.h"
 
 /* Raw copy of live stack memory: sanitizers must not check it (redzones are expected). */
 __attribute__((no_sanitize_address, noinline)) static void

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent_budget.h"
+#include "agent/agent_budget.h"
 #include "check.h"
 
 static char root[64];

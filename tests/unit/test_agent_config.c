@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent_config.h"
+#include "agent/agent_config.h"
 #include "check.h"
 
 static char tmpdir[] = "/tmp/test_agent_config.XXXXXX";

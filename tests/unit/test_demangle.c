@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "demangle.h"
+#include "symbolize/demangle.h"
 
 static void check_demangle(const char *in, const char *want)
 {

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "diff.h"
-#include "diff_flamegraph.h"
-#include "output.h"
 #include "profile.pb-c.h"
+#include "profile/diff.h"
+#include "profile/diff_flamegraph.h"
+#include "profile/output.h"
 
 #define NASTY "A</script><b>&"
 

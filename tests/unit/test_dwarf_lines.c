@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "dwarf_lines.h"
-#include "elf.h"
-#include "symcache.h"
+#include "symbolize/dwarf_lines.h"
+#include "symbolize/elf.h"
+#include "symbolize/symcache.h"
 
 #ifndef DW_DIR
 #define DW_DIR TEST_BIN_DIR "/dwarf"

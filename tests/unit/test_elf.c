@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "elf.h"
-#include "symcache.h"
+#include "symbolize/elf.h"
+#include "symbolize/symcache.h"
 
 #ifndef SYM_FIXTURE_DIR
 #define SYM_FIXTURE_DIR TEST_BIN_DIR "/sym"

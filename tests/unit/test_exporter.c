@@ -17,7 +17,7 @@
 #include "check.h"
 #include <zlib.h>
 
-#include "exporter.h"
+#include "export/exporter.h"
 #include "profile.pb-c.h"
 
 static char tmpdir[256];

@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "capture/fault_duty.h"
 #include "check.h"
-#include "fault_duty.h"
 
 static void touch_fresh_memory(size_t len)
 {

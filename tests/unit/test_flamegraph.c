@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "output.h"
+#include "profile/output.h"
 
 #define NASTY "std::map<K, V>::operator[](\"k\\\\\") & </script><b>"
 

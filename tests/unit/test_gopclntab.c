@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "elf.h"
-#include "gopclntab.h"
+#include "symbolize/elf.h"
+#include "symbolize/gopclntab.h"
 
 #ifndef GO_FIXTURE_DIR
 #define GO_FIXTURE_DIR TEST_BIN_DIR "/go"

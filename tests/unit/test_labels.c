@@ -7,12 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent_config.h"
-#include "cgroup.h"
+#include "agent/agent_config.h"
+#include "agent/cgroup.h"
+#include "agent/k8s.h"
+#include "agent/labels.h"
+#include "agent/service_name.h"
 #include "check.h"
-#include "k8s.h"
-#include "labels.h"
-#include "service_name.h"
 
 #define CMD(s) s, sizeof(s) - 1
 

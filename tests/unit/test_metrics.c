@@ -9,9 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent/httpd.h"
+#include "agent/metrics.h"
 #include "check.h"
-#include "httpd.h"
-#include "metrics.h"
 
 static int collected;
 

@@ -7,8 +7,8 @@
 #include <zlib.h>
 
 #include "check.h"
-#include "output.h"
 #include "profile.pb-c.h"
+#include "profile/output.h"
 
 static const char *str_at(const Perftools__Profiles__Profile *pb, int64_t i)
 {

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "elf.h"
-#include "proc.h"
+#include "symbolize/elf.h"
+#include "symbolize/proc.h"
 
 static char tmpdir[64];
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 static struct profile_config cfg(size_t max_bytes)
 {

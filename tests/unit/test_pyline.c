@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "pyline.h"
+#include "runtimes/python/pyline.h"
 
 #define SKIP_CODE      77
 #define PYENV_GLOB     "/root/.pyenv/versions/3.1[0-4]*/bin/python3"

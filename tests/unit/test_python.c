@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "elf.h"
-#include "python_code.h"
-#include "python_layout.h"
-#include "python_stack.h"
+#include "runtimes/python/python_code.h"
+#include "runtimes/python/python_layout.h"
+#include "runtimes/python/python_stack.h"
+#include "symbolize/elf.h"
 
 /* ---- layouts ---- */
 

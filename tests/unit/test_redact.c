@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "redact.h"
+#include "util/redact.h"
 
 static void url(const char *in, const char *want)
 {

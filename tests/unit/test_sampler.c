@@ -13,9 +13,9 @@
 #include <unistd.h>
 #include <mlprof/python.h>
 
+#include "capture/sampler.h"
 #include "check.h"
-#include "log.h"
-#include "sampler.h"
+#include "util/log.h"
 
 #define FREQ_HZ	      199
 #define SPIN_MARKER   0x6d6c70726f663a29ULL

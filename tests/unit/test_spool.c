@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "spool.h"
+#include "export/spool.h"
 
 static char dir[256];
 

@@ -12,9 +12,9 @@
 
 #include <linux/capability.h>
 
+#include "capture/tracefs.h"
 #include "check.h"
-#include "log.h"
-#include "tracefs.h"
+#include "util/log.h"
 
 static int has_events(const char *dir)
 {

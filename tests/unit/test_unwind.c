@@ -3,7 +3,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <linux/elf.h>
+#include <elf.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +13,12 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "snapshot.h"
-#include "elf.h"
 #include "mlprof/sample.h"
-#include "proc.h"
-#include "unwind.h"
-#include "unwind_table.h"
+#include "snapshot.h"
+#include "symbolize/elf.h"
+#include "symbolize/proc.h"
+#include "unwind/unwind.h"
+#include "unwind/unwind_table.h"
 
 #define SNAP_STACK (128 * 1024)
 #define MAX_PCS	   512

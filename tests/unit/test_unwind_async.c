@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "snapshot.h"
 #include "mlprof/sample.h"
-#include "proc.h"
-#include "unwind.h"
+#include "snapshot.h"
+#include "symbolize/proc.h"
+#include "unwind/unwind.h"
 
 /*
  * A SIGPROF handler copies the interrupted user registers (uc_mcontext) and the

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "elf.h"
-#include "unwind_cfi.h"
-#include "unwind_fp.h"
-#include "unwind_table.h"
+#include "symbolize/elf.h"
+#include "unwind/unwind_cfi.h"
+#include "unwind/unwind_fp.h"
+#include "unwind/unwind_table.h"
 
 /*
  * cfi_frame: push rbp (1 byte), mov rsp,rbp (3), nop (1), pop rbp (1), ret: the classic

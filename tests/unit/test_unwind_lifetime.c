@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "elf.h"
 #include "mlprof/sample.h"
-#include "proc.h"
-#include "unwind.h"
+#include "symbolize/elf.h"
+#include "symbolize/proc.h"
+#include "unwind/unwind.h"
 
 #define NFILL	  511 /* fills the unwinder's 512-table cache, less one */
 #define NFILES	  (NFILL + 2)

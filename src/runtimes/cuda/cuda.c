@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* CUDA and NCCL support: detect libraries per ELF, attach uprobes per file, name kernels. */
 #define LOG_MODULE "cuda"
-#include "log.h"
+#include "util/log.h"
 
-#include "cuda.h"
+#include "runtimes/cuda/cuda.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,11 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elf.h"
-#include "proc.h"
-#include "sampler.h"
-#include "symcache.h"
-#include "uprobe_link.h"
+#include "capture/sampler.h"
+#include "capture/uprobe_link.h"
+#include "symbolize/elf.h"
+#include "symbolize/proc.h"
+#include "symbolize/symcache.h"
 
 /* Library files with probes at once, and files classified (memo). */
 #define MAX_LIBS      64

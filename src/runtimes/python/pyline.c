@@ -2,7 +2,7 @@
 /* CPython line numbers: PyCode_Addr2Line ported from Objects/codeobject.c (3.10 to 3.14). */
 #include <stdbool.h>
 
-#include "pyline.h"
+#include "runtimes/python/pyline.h"
 
 /*
  * 3.11+ location table entry kinds (Include/internal/pycore_code.h,

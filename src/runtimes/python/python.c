@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 /* CPython support: detect interpreters per ELF, attach per process, name and merge frames. */
 #define LOG_MODULE "python"
-#include "log.h"
+#include "util/log.h"
 
-#include "python.h"
+#include "runtimes/python/python.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "elf.h"
-#include "proc.h"
-#include "python_stack.h"
+#include "runtimes/python/python_stack.h"
+#include "symbolize/elf.h"
+#include "symbolize/proc.h"
 
 #define PROC_BUCKETS 1024
 /* Processes tracked at once (each costs a few dozen bytes). */

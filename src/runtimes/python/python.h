@@ -15,9 +15,9 @@
 #include <mlprof/python.h>
 #include <mlprof/sample.h>
 
-#include "frame.h"
-#include "python_code.h"
-#include "python_layout.h"
+#include "profile/frame.h"
+#include "runtimes/python/python_code.h"
+#include "runtimes/python/python_layout.h"
 
 struct proc;
 struct proc_cache;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* CPython code objects read from process memory: names, files, line tables; bounded cache. */
 #define LOG_MODULE "python"
-#include "log.h"
+#include "util/log.h"
 
-#include "python_code.h"
+#include "runtimes/python/python_code.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,9 +12,9 @@
 
 #include <mlprof/python.h>
 
-#include "lru.h"
-#include "pyline.h"
-#include "python_layout.h"
+#include "runtimes/python/pyline.h"
+#include "runtimes/python/python_layout.h"
+#include "util/lru.h"
 
 #define PC_BUCKETS 4096
 /* Longest name or file name kept (longer ones are cut). */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* CPython struct layouts per version: built-in tables (3.10-3.13) and _Py_DebugOffsets (3.13+). */
-#include "python_layout.h"
+#include "runtimes/python/python_layout.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Places Python frames where their eval-loop activations sit in a native user stack. */
-#include "python_stack.h"
+#include "runtimes/python/python_stack.h"
 
 #include <string.h>
 

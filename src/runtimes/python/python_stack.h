@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "frame.h"
+#include "profile/frame.h"
 
 /* True when a native frame's function is CPython's eval loop (or its .cold part). */
 bool python_stack__is_eval(const char *function);
