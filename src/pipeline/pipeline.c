@@ -837,8 +837,7 @@ static void on_map_exec(struct pipeline *pl, pid_t pid)
 	struct proc *p;
 
 	pl->proc_events++;
-	if (!pl->py && !pl->cuda)
-		return;
+	/* also without Python or CUDA: the new code may sit in a stretch remembered as empty */
 	proc_cache__refresh(pl->procs, pid);
 	p = proc_cache__get(pl->procs, pid);
 	if (p)

@@ -58,6 +58,14 @@
 #define REREAD_INTERVAL_NS     (10ull * 1000 * 1000)
 #define REREAD_INTERVAL_MAX_NS (1000ull * 1000 * 1000)
 #define REREAD_BACKOFF_AFTER   8 /* same-maps re-reads before the interval grows */
+/*
+ * Stretches of a process's address space that PROCMAP_QUERY found without executable
+ * mappings, remembered so that the garbage pcs of broken stacks (heap pointers, small
+ * integers) do not cost a query each: forgotten when the maps change and after NOEXEC_TTL_NS
+ * (code made executable by mprotect comes with no event).
+ */
+#define NOEXEC_GAPS   4
+#define NOEXEC_TTL_NS (1000ull * 1000 * 1000)
 /* Replaced map sets kept (for borrowed pointers) per process until gc; beyond, no re-reads. */
 #define RETIRED_MAX 32
 /* Largest [vdso] image we copy out of a process. */
@@ -104,6 +112,10 @@ struct proc_entry {
 	uint64_t read_cost_ns; /* what the last re-read of the maps took */
 	unsigned same_rereads; /* re-reads in a row that found the same maps */
 	size_t last_hit;
+	struct noexec_gap {
+		uint64_t lo, hi, until_ns; /* [lo, hi) held no executable mapping */
+	} gaps[NOEXEC_GAPS];
+	unsigned gap_next;
 	struct elf_file *vdso;
 	bool vdso_tried;
 	struct proc_entry *gnext; /* graveyard chain (evicted, freed at gc) */
@@ -524,20 +536,55 @@ static int maps_from_query(int fd, struct maps_builder *b, bool *cut, size_t *to
  * address in no mapping (a stack or heap word taken for a return address) costs a
  * syscall, not a re-read of every mapping. True when unsure (no answer).
  */
-static bool exec_vma_at(struct proc_cache *pc, pid_t pid, uint64_t addr)
+static bool exec_vma_at(struct proc_cache *pc, pid_t pid, uint64_t addr, uint64_t *next)
 {
-	struct procmap_query q = {
-		.size = sizeof(q), .query_flags = PROCMAP_QUERY_VMA_EXEC, .query_addr = addr};
+	struct procmap_query q = {.size = sizeof(q),
+				  .query_flags =
+					  PROCMAP_QUERY_VMA_EXEC | PROCMAP_QUERY_COVERING_OR_NEXT,
+				  .query_addr = addr};
 	char path[320];
 	int fd, rc;
 
+	*next = 0;
 	snprintf(path, sizeof(path), "%s/%d/maps", pc->proc_root, (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return true;
 	rc = ioctl(fd, PROCMAP_QUERY, &q) ? errno : 0;
 	close(fd);
-	return rc != ENOENT;
+	if (rc == ENOENT) {
+		*next = UINT64_MAX; /* no executable mapping at or above addr */
+		return false;
+	}
+	if (rc || q.vma_start <= addr)
+		return true;
+	*next = q.vma_start;
+	return false;
+}
+
+/* True when addr lies in a stretch found without executable mappings (not expired). */
+static bool in_noexec_gap(const struct proc_entry *e, uint64_t addr, uint64_t now)
+{
+	for (int i = 0; i < NOEXEC_GAPS; i++)
+		if (addr >= e->gaps[i].lo && addr < e->gaps[i].hi && now < e->gaps[i].until_ns)
+			return true;
+	return false;
+}
+
+/* Remembers [lo, hi) as free of executable mappings, merged with a gap of the same end. */
+static void add_noexec_gap(struct proc_entry *e, uint64_t lo, uint64_t hi, uint64_t now)
+{
+	struct noexec_gap *g = NULL;
+
+	for (int i = 0; i < NOEXEC_GAPS && !g; i++)
+		if (e->gaps[i].hi == hi && now < e->gaps[i].until_ns)
+			g = &e->gaps[i];
+	if (!g) {
+		g = &e->gaps[e->gap_next++ % NOEXEC_GAPS];
+		*g = (struct noexec_gap){lo, hi, now + NOEXEC_TTL_NS};
+	} else if (lo < g->lo) {
+		g->lo = lo;
+	}
 }
 
 /* Reads the executable mappings of pid into a new map set. */
@@ -671,6 +718,7 @@ static void install_maps(struct proc_cache *pc, struct proc_entry *e, struct map
 	e->p.n_maps = ms ? ms->n : 0;
 	e->p.gen = ++pc->gen;
 	e->last_hit = 0;
+	memset(e->gaps, 0, sizeof(e->gaps));
 	e->maps_valid = ms != NULL;
 	e->last_read_ns = clock__mono_ns();
 }
@@ -917,9 +965,19 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 	if (e->maps_valid && (now - e->last_read_ns < e->reread_ns ||
 			      now - e->last_read_ns < e->read_cost_ns * REREAD_COST_FACTOR))
 		goto miss;
-	if (!pc->no_query && !exec_vma_at(pc, p->pid, addr)) {
-		pc->stats.misses_checked++; /* no code there now either: nothing to re-read */
+	if (in_noexec_gap(e, addr, now)) {
+		pc->stats.misses_in_gaps++;
 		goto miss;
+	}
+	if (!pc->no_query) {
+		uint64_t next;
+
+		if (!exec_vma_at(pc, p->pid, addr, &next)) {
+			pc->stats.misses_checked++; /* no code there now either: nothing to re-read
+						     */
+			add_noexec_gap(e, addr & ~4095ull, next, now);
+			goto miss;
+		}
 	}
 	e->last_read_ns = now;
 	err = read_maps(pc, p->pid, &ms);

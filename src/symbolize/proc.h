@@ -48,6 +48,7 @@ struct proc_cache_stats {
 	uint64_t deleted_skipped;   /* "(deleted)" mappings left unopened (map_files unreadable) */
 	uint64_t maps_truncated;    /* maps reads cut by the per-process bounds */
 	uint64_t misses_checked;    /* misses answered by one PROCMAP_QUERY (no re-read) */
+	uint64_t misses_in_gaps;    /* misses in a stretch such a query found without code */
 	uint64_t fuse_skipped;	    /* files on FUSE mounts left unopened */
 	uint64_t byte_evictions;    /* processes evicted by max_bytes (also in proc_evictions) */
 	uint64_t bytes;		    /* held by map sets now */

@@ -341,6 +341,43 @@ static void test_real_processes(void)
 		CHECK(m && proc_cache__map_elf(pc, self, m) != NULL, "dlopened ELF");
 		dlclose(lib);
 	}
+
+	/*
+	 * Garbage pcs of a broken stack (a heap pointer): one PROCMAP_QUERY finds no code there,
+	 * and the stretch up to the next executable mapping is not queried again; maps that
+	 * change (a re-read) forget it.
+	 */
+	{
+		char *heap = malloc(1 << 20);
+		uint64_t a = (uint64_t)(uintptr_t)heap, checked;
+
+		proc_cache__on_exec(pc, getpid());
+		self = proc_cache__get(pc, getpid());
+		usleep(15 * 1000); /* past the re-read interval */
+		proc_cache__stats(pc, &st);
+		checked = st.misses_checked;
+		CHECK(proc_cache__find_map(pc, self, a) == NULL, "heap address found");
+		proc_cache__stats(pc, &st);
+		if (st.misses_checked == checked + 1) {
+			usleep(15 * 1000);
+			CHECK(proc_cache__find_map(pc, self, a + 8192) == NULL,
+			      "heap address found");
+			proc_cache__stats(pc, &st);
+			CHECK_INT(st.misses_checked, checked + 1);
+			CHECK_INT(st.misses_in_gaps, 1);
+			proc_cache__on_exec(pc, getpid()); /* new maps: the gap is forgotten */
+			self = proc_cache__get(pc, getpid());
+			usleep(15 * 1000);
+			CHECK(proc_cache__find_map(pc, self, a + 8192) == NULL,
+			      "heap address found");
+			proc_cache__stats(pc, &st);
+			CHECK_INT(st.misses_checked, checked + 2);
+			CHECK_INT(st.misses_in_gaps, 1);
+		} else {
+			printf("  (no PROCMAP_QUERY on this kernel: gaps not checked)\n");
+		}
+		free(heap);
+	}
 cleanup:
 	proc_cache__free(pc);
 }
