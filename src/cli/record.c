@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/record_summary.h"
+#include "pipeline/cuda_calibrate.h"
 #include "pipeline/event_kind.h"
 #include "pipeline/pipeline.h"
 #include "profile/output.h"
@@ -753,6 +754,7 @@ int record__main(int argc, char **argv)
 {
 	struct record_opts o = {0};
 	struct record_state st = {.o = &o};
+	struct calib_stats calib[MLPROF_SK__COUNT] = {0};
 	struct pipeline_config plc = {0};
 	struct pipeline *pl = NULL;
 	struct sigaction sa = {0};
@@ -872,6 +874,11 @@ int record__main(int argc, char **argv)
 		pipeline__snapshot(pl, 0);
 		pipeline__drain(pl, RECORD_DRAIN_MS); /* (its samples may wait for an index) */
 	}
+	/* sampled CUDA stacks weighted to BPF's exact counts (captures may have been lost) */
+	if (cuda__any(&o.cuda) && cuda_calibrate__profiles(pl, st.prof, calib))
+		fprintf(stderr,
+			"mlprof: record: warning: CUDA profiles not calibrated to the exact "
+			"counts: out of memory\n");
 	for (int k = 0; k < MLPROF_SK__COUNT; k++)
 		if (st.prof[k])
 			profile__set_duration(st.prof[k], (int64_t)(now_ns(CLOCK_MONOTONIC) - t0));
@@ -884,6 +891,7 @@ int record__main(int argc, char **argv)
 			.ustack_bytes = o.ustack_bytes,
 			.memory_sample_kib = o.memory_sample_kib,
 			.cuda = cuda__any(&o.cuda),
+			.calib = calib,
 		});
 	if (profile__total(st.prof[MLPROF_SK_CPU], 0) == 0)
 		fprintf(stderr, "mlprof: record: warning: no samples were collected (the "

@@ -12,6 +12,7 @@
 #define LOG_MODULE "record"
 #include "capture/sampler.h"
 #include "pipeline/pipeline.h"
+#include "profile/calibrate.h"
 #include "profile/profile.h"
 #include "unwind/unwind.h"
 #include "util/log.h"
@@ -143,7 +144,7 @@ static int cmp_kcount(const void *a, const void *b)
 
 /* CUDA/NCCL lines: exact call counts from BPF, the top kernels, what the profiles hold. */
 static void print_cuda(struct profile *const *prof, const struct pipeline_stats *ps,
-		       struct pipeline *pl)
+		       struct pipeline *pl, const struct calib_stats *calib)
 {
 	struct cuda_summary cs = {0};
 	const struct profile *mem = prof[MLPROF_SK_CUDA_ALLOC];
@@ -182,6 +183,19 @@ static void print_cuda(struct profile *const *prof, const struct pipeline_stats 
 	for (size_t i = 0; i < cs.n; i++)
 		free(cs.k[i].name);
 	free(cs.k);
+	if (calib && (calib[MLPROF_SK_CUDA_LAUNCH].groups || calib[MLPROF_SK_CUDA_LAUNCH].added)) {
+		const struct calib_stats *c = &calib[MLPROF_SK_CUDA_LAUNCH];
+
+		fprintf(stderr,
+			"mlprof: cuda: launch stacks calibrated to the exact counts: %zu kernels, "
+			"sampled weights %lld -> %lld launches",
+			c->groups + c->added, (long long)c->before, (long long)c->after);
+		if (c->added)
+			fprintf(stderr,
+				" (%zu kernels with no stack captured: [stack not captured])",
+				c->added);
+		fputc('\n', stderr);
+	}
 }
 
 /* One line on Python-stack health when Python processes were seen. */
@@ -345,7 +359,7 @@ void record_summary__print(const struct record_summary *rs)
 	if (prof[MLPROF_SK_OFFCPU])
 		print_offcpu(&ps, prof[MLPROF_SK_OFFCPU]);
 	if (rs->cuda)
-		print_cuda(prof, &ps, pl);
+		print_cuda(prof, &ps, pl, rs->calib);
 	if (prof[MLPROF_SK_MEMORY]) {
 		const struct profile *m = prof[MLPROF_SK_MEMORY];
 

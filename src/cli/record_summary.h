@@ -8,6 +8,7 @@
 
 #include <mlprof/sample.h>
 
+struct calib_stats;
 struct pipeline;
 struct profile;
 
@@ -19,6 +20,8 @@ struct record_summary {
 	uint32_t ustack_bytes;
 	unsigned long memory_sample_kib;
 	bool cuda; /* CUDA/NCCL probes were on */
+	/* [MLPROF_SK__COUNT]: how the CUDA profiles were calibrated to the exact counts */
+	const struct calib_stats *calib;
 };
 
 /* Prints the summary on stderr. */

@@ -883,6 +883,27 @@ int profile__for_each_sample(const struct profile *p, profile_sample_cb cb, void
 	return 0;
 }
 
+/* See profile.h. */
+void profile__rescale(struct profile *p, profile_rescale_cb cb, void *ctx)
+{
+	memset(p->totals, 0, sizeof(p->totals[0]) * (size_t)p->n_types);
+	for (uint32_t i = 0; i < p->n_samples; i++) {
+		const struct sample *s = &p->samples[i];
+		int64_t *values = &p->values[(size_t)i * p->n_types];
+		struct profile_sample_view v = {
+			.location_ids = &p->loc_ids[s->loc_start],
+			.n_locations = (int)s->n_locs,
+			.values = values,
+			.labels = &p->labels[s->label_start],
+			.n_labels = (int)s->n_labels,
+		};
+
+		cb(&v, values, ctx);
+		for (int t = 0; t < p->n_types; t++)
+			p->totals[t] += values[t];
+	}
+}
+
 size_t profile__n_locations(const struct profile *p)
 {
 	return p->n_locs;

@@ -95,6 +95,13 @@ struct profile_mapping_view {
 typedef int (*profile_sample_cb)(const struct profile_sample_view *s, void *ctx);
 /* Calls cb for each aggregated sample; stops and returns cb's value if non-zero. */
 int profile__for_each_sample(const struct profile *p, profile_sample_cb cb, void *ctx);
+/*
+ * Lets cb rewrite each aggregated sample's values in place (values is the view's, writable),
+ * e.g. sampling weights calibrated to exact counts; the totals follow. Samples keep their
+ * identity (stack, labels).
+ */
+typedef void (*profile_rescale_cb)(const struct profile_sample_view *s, int64_t *values, void *ctx);
+void profile__rescale(struct profile *p, profile_rescale_cb cb, void *ctx);
 size_t profile__n_locations(const struct profile *p);
 size_t profile__n_functions(const struct profile *p);
 size_t profile__n_mappings(const struct profile *p);

@@ -4,7 +4,8 @@ calls from uprobes on the CUDA runtime, the driver and NCCL, on a machine withou
 
 - CUDA 13 runtime (the real libcudart, from PyPI), shared and static: exact launch counts
   per kernel in the summary, kernel names as leaves over full call chains, exact weights
-  when every launch is captured and unbiased shares when launches are sampled, copy bytes
+  when every launch is captured, and sampled launch stacks calibrated to the exact counts
+  (each kernel's weights sum to its count), copy bytes
   by direction (runtime calls fail without a driver, after the entry probe fired).
 - CUDA 12 runtime (libcudart.so.12) called from C the way nvcc's stubs call it.
 - Driver API (Triton's way: dlopen libcuda.so.1, cuModuleGetFunction, cuLaunchKernel) on a
@@ -271,7 +272,8 @@ class Cuda13Static(Cuda13Shared):
 
 class Cuda13Sampled(unittest.TestCase):
     """Default --cuda-rate (500 per CPU per second) below the launch rate: counts stay exact
-    in the summary, the profile is a weighted sample whose shares match the true ratio."""
+    in the summary, the profile holds a sample of the stacks whose weights are calibrated to
+    those counts (each kernel's total is its count; the estimate before was within 10%)."""
 
     def test_sampled_shares(self):
         exe = os.path.join(CUDA_DIR, "cuda_launch_shared")
@@ -287,12 +289,17 @@ class Cuda13Sampled(unittest.TestCase):
         st = rec.stacks("cuda_launches")
         samples = sum(1 for names, v, l in st if names[0] in want)
         self.assertLess(samples, n * 0.6, "launches were not sampled: %d stacks" % samples)
+        # the sampled weights are calibrated to the exact counts: each kernel's total is
+        # its count, split over its call sites in proportion to their captures
         tot = total(st)
-        self.assertLess(abs(tot - n) / n, 0.10, "weights %d vs %d launches" % (tot, n))
+        self.assertEqual(tot, n, "weights %d vs %d launches%s" % (tot, n, rec.ctx()))
         for k, c in want.items():
-            share = total(st, lambda names, l, k=k: names[0] == k) / tot
-            self.assertLess(abs(share - c / n), 0.05,
-                            "%s: share %.3f, true %.3f (%d stacks)" % (k, share, c / n, samples))
+            self.assertEqual(total(st, lambda names, l, k=k: names[0] == k), c, rec.ctx())
+        m = re.search(r"^mlprof: cuda: launch stacks calibrated to the exact counts: 3 "
+                      r"kernels, sampled weights (\d+) -> %d launches$" % n, rec.cp.stderr, re.M)
+        self.assertIsNotNone(m, rec.ctx())
+        # what the weights said before: an unbiased estimate, within 10%
+        self.assertLess(abs(int(m.group(1)) - n) / n, 0.10, rec.ctx())
         stub_name, below = CU13_CHAINS[K_ALPHA]
         chain = [K_ALPHA, "cudaLaunchKernel", stub(stub_name)] + below + ["train_step",
                                                                          "run_steps", "main"]

@@ -39,6 +39,9 @@ def allowed_includes(root, folders):
 
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
+    if not os.path.isdir(os.path.join(root, "src")):
+        print("layers: %s has no src/ folder" % root)
+        return 2
     files, folders = [], set()
     for top in ("src", "bpf"):
         for dirpath, _, names in os.walk(os.path.join(root, top)):
