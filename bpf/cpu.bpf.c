@@ -9,6 +9,28 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #include "record.bpf.h"
 
+/*
+ * With hold_cuda_maps (CUDA/NCCL probes on), a profiled process that maps a CUDA runtime,
+ * driver or NCCL library executable (file name libcudart*, libcuda.so*, libnccl*) is
+ * stopped with SIGSTOP on its way out of mmap, before it can call into the library; user
+ * space attaches the probes and sends SIGCONT. Not done to a process that a job-control
+ * shell started (it has a terminal and a process group of its own): the shell would report
+ * it stopped.
+ */
+const volatile bool hold_cuda_maps = false;
+
+/*
+ * Processes stopped that way: tgid -> bpf_ktime_get_ns() of the stop. User space deletes an
+ * entry when it continues the process, continues those left past a deadline, and a guard
+ * process continues them all if mlprof dies.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} held SEC(".maps");
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -112,6 +134,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		return 0;
 	emit_proc_event(MLPROF_EV_EXIT, tgid, 0, p);
 	bpf_map_delete_elem(&seen, &tgid);
+	bpf_map_delete_elem(&held, &tgid); /* (killed while held: never continue its pid) */
 	py_forget(tgid);
 	if (filter_mode == MLPROF_FILTER_PIDS) {
 		bpf_map_delete_elem(&pids, &tgid);
@@ -123,7 +146,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 /*
  * Executable file mappings (ld.so loading a library, dlopen): user space re-reads the maps
  * at once to recognize interpreters and attach CUDA/NCCL probes before the library runs.
- * Threads inside an mmap(PROT_EXEC) of a file, tid -> 1.
+ * Threads inside an mmap(PROT_EXEC) of a file, tid -> MMAP_MARK or MMAP_HOLD.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -133,38 +156,107 @@ struct {
 } mmap_exec SEC(".maps");
 
 #define PROT_EXEC 0x4
+#define SIGSTOP	  19
+#define MMAP_MARK 1 /* an executable file mapping */
+#define MMAP_HOLD 2 /* ... of a library whose probes must be in place before it runs */
+
+/* Whether s starts with the NUL-terminated prefix p (at most 12 characters). */
+static __always_inline bool has_prefix(const char *s, const char *p)
+{
+#pragma unroll
+	for (int i = 0; i < 12; i++) {
+		if (!p[i])
+			return true;
+		if (s[i] != p[i])
+			return false;
+	}
+	return true;
+}
+
+/* Whether fd of the current process is open on a CUDA/NCCL library (by file name). */
+static __always_inline bool cuda_library_fd(struct task_struct *task, long fd)
+{
+	struct file **fds, *f = NULL;
+	const unsigned char *name;
+	unsigned int max_fds;
+	char buf[16] = {};
+
+	max_fds = BPF_CORE_READ(task, files, fdt, max_fds);
+	if (fd < 0 || fd >= max_fds)
+		return false;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (!fds || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return false;
+	name = BPF_CORE_READ(f, f_path.dentry, d_name.name);
+	if (!name || bpf_probe_read_kernel_str(buf, sizeof(buf), name) < 0)
+		return false;
+	return has_prefix(buf, "libcudart") || has_prefix(buf, "libcuda.so") ||
+	       has_prefix(buf, "libnccl");
+}
+
+/* A process a job-control shell started: a terminal, and not its parent's process group. */
+static __always_inline bool job_control_child(struct task_struct *task)
+{
+	if (!BPF_CORE_READ(task, signal, tty))
+		return false;
+	return BPF_CORE_READ(task, signal, pids[PIDTYPE_PGID]) !=
+	       BPF_CORE_READ(task, real_parent, signal, pids[PIDTYPE_PGID]);
+}
 
 SEC("tp/syscalls/sys_enter_mmap")
 int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
 {
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u8 mark = MMAP_MARK;
+
 	if (!(ctx->args[2] & PROT_EXEC) || (long)ctx->args[4] < 0 ||
 	    !pid_wanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	tid_mark(&mmap_exec);
+	if (hold_cuda_maps) {
+		struct task_struct *task = (void *)bpf_get_current_task();
+
+		if (cuda_library_fd(task, (long)ctx->args[4]) && !job_control_child(task))
+			mark = MMAP_HOLD;
+	}
+	bpf_map_update_elem(&mmap_exec, &tid, &mark, BPF_ANY);
 	return 0;
 }
 
 SEC("tp/syscalls/sys_exit_mmap")
 int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	__u32 tid = (__u32)id, tgid = id >> 32;
 	struct mlprof_proc_event *e;
+	__u8 *markp, mark;
 
-	if (!tid_mark_take(&mmap_exec))
+	markp = bpf_map_lookup_elem(&mmap_exec, &tid);
+	if (!markp)
 		return 0;
+	mark = *markp;
+	bpf_map_delete_elem(&mmap_exec, &tid);
 	if (ctx->ret < 0)
 		return 0;
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {
 		stat_inc(MLPROF_STAT_PROC_RB_FULL);
-		return 0;
+		return 0; /* (never stopped without the event that continues it) */
 	}
+	now = bpf_ktime_get_ns();
 	e->type = MLPROF_EV_MAP_EXEC;
-	e->pid = id >> 32;
+	e->pid = tgid;
 	e->ppid = 0;
 	e->pad = 0;
-	e->time_ns = bpf_ktime_get_ns();
+	e->time_ns = now;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	if (mark == MMAP_HOLD && !bpf_map_update_elem(&held, &tgid, &now, BPF_ANY)) {
+		if (bpf_send_signal(SIGSTOP)) {
+			bpf_map_delete_elem(&held, &tgid);
+		} else {
+			e->pad = MLPROF_PROC_HELD;
+			stat_inc(MLPROF_STAT_CUDA_HOLDS);
+		}
+	}
 	/* the process is about to run the new code: wake user space now */
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;

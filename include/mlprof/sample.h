@@ -129,12 +129,16 @@ struct mlprof_sample {
 /* Offset of the Python frames from ustack[] (the stack copy rounded up to 8 bytes). */
 #define MLPROF_PY_FRAMES_OFF(ustack_len) (((ustack_len) + 7U) & ~7U)
 
+/* mlprof_proc_event.pad of an MLPROF_EV_MAP_EXEC: the process was stopped (SIGSTOP) and
+ * waits for user space to attach probes and continue it. */
+#define MLPROF_PROC_HELD 1
+
 /* Process lifecycle event. */
 struct mlprof_proc_event {
-	__u32 type; /* MLPROF_EV_EXEC / _EXIT / _FORK */
+	__u32 type; /* MLPROF_EV_EXEC / _EXIT / _FORK / _MAP_EXEC */
 	__u32 pid;  /* tgid of the process concerned */
 	__u32 ppid; /* parent tgid (fork) */
-	__u32 pad;
+	__u32 pad;  /* MLPROF_EV_MAP_EXEC: MLPROF_PROC_HELD or 0 */
 	__u64 time_ns;
 	__u8 comm[MLPROF_COMM_LEN];
 };
@@ -195,6 +199,7 @@ enum mlprof_bpf_stat {
 	MLPROF_STAT_CUDA_RT_NESTED,  /* driver launches made by a runtime launch (not counted) */
 	MLPROF_STAT_VMA_LOOKUPS,     /* bpf_find_vma calls by captures (stack, fault address) */
 	MLPROF_STAT_MEM_CAPPED,	     /* memory stacks not captured: per-CPU rate cap reached */
+	MLPROF_STAT_CUDA_HOLDS,	     /* processes stopped at a CUDA/NCCL library mmap (held) */
 	MLPROF_STAT__COUNT,
 };
 

@@ -110,6 +110,10 @@ static const struct opt opts[] = {
 	      0, NULL),
 	O_UINT("cuda-rate", cuda_rate, "200", "N",
 	       "CUDA/NCCL stack captures per CPU per second (counts stay exact)", 0, 10, 1000000),
+	O_BOOL("cuda-hold", cuda_hold, "true",
+	       "stop a process for the moment it maps a CUDA runtime, driver or NCCL library, "
+	       "until the library's probes are attached (a few ms; its first calls are seen)",
+	       0),
 	O_BOOL("memory", memory, "true",
 	       "memory-growth profile (memory brought in by page faults, and in use at each "
 	       "window's end, by site)",

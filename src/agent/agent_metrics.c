@@ -70,6 +70,8 @@ enum {
 	M_MEM_INUSE,
 	M_GPU_INUSE,
 	M_CUDA_LIBS,
+	M_CUDA_HOLDS,
+	M_CUDA_HOLD_MAX,
 	M_UNWIND_FP,
 	M_UNWIND_FP_FAIL,
 	M_MEM_WATCHED,
@@ -160,6 +162,12 @@ static const struct {
 			 "service"},
 	[M_CUDA_LIBS] = {"mlprof_cuda_libraries_probed", METRIC_GAUGE,
 			 "CUDA/NCCL library files with uprobes attached"},
+	[M_CUDA_HOLDS] = {"mlprof_cuda_holds_total", METRIC_COUNTER,
+			  "Processes stopped at a CUDA/NCCL library mmap and continued once its "
+			  "probes were attached (outcome=attached), after the 2 s deadline "
+			  "(outcome=overdue) or when mlprof stopped (outcome=exit)"},
+	[M_CUDA_HOLD_MAX] = {"mlprof_cuda_hold_max_seconds", METRIC_GAUGE,
+			     "Longest stop of a process at a CUDA/NCCL library mmap"},
 	[M_PY_CODE_EVICT] = {"mlprof_python_code_cache_evictions_total", METRIC_COUNTER,
 			     "Python code objects evicted by the memory bound"},
 	[M_PY_LINES_BUDGET] =
@@ -230,6 +238,10 @@ static void collect(struct metrics *m, void *ctx)
 		metrics__set(m, id[inuse[i].kind == MLPROF_SK_MEMORY ? M_MEM_INUSE : M_GPU_INUSE],
 			     "service_name", inuse[i].service, (double)inuse[i].bytes, 0);
 	metrics__set(m, id[M_CUDA_LIBS], NULL, NULL, (double)ps.cuda.libs_attached, 0);
+	metrics__set(m, id[M_CUDA_HOLDS], "outcome", "attached", (double)ps.hold.held, 0);
+	metrics__set(m, id[M_CUDA_HOLDS], "outcome", "overdue", (double)ps.hold.overdue, 0);
+	metrics__set(m, id[M_CUDA_HOLDS], "outcome", "exit", (double)ps.hold.at_exit, 0);
+	metrics__set(m, id[M_CUDA_HOLD_MAX], NULL, NULL, (double)ps.hold.max_ns / 1e9, 0);
 	metrics__set(m, id[M_MEM_WATCHED], NULL, NULL, ps.mem_duty.duty, 0);
 	if (a->exp)
 		exporter__stats(a->exp, &es);

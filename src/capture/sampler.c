@@ -4,6 +4,7 @@
 #include "util/log.h"
 
 #include "capture/fault_duty.h"
+#include "capture/hold.h"
 #include "capture/privilege.h"
 #include "capture/sampler.h"
 #include "capture/tracefs.h"
@@ -78,6 +79,7 @@ struct sampler {
 	sampler_event_cb cb;
 	void *cb_ctx;
 	uint64_t *pids_gen; /* the pids_gen map, mapped on first use (pids_changed) */
+	struct hold *hold;  /* processes held at a CUDA library mmap; NULL when not holding */
 };
 
 /* Returns the metric name of a BPF counter (static string; "unknown" when out of range). */
@@ -144,6 +146,8 @@ const char *sampler__stat_name(enum mlprof_bpf_stat stat)
 		return "vma_lookups";
 	case MLPROF_STAT_MEM_CAPPED:
 		return "memory_rate_capped";
+	case MLPROF_STAT_CUDA_HOLDS:
+		return "cuda_holds";
 	case MLPROF_STAT__COUNT:
 		break;
 	}
@@ -758,6 +762,7 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 	skel->rodata->skip_idle = cfg->skip_idle;
 	skel->rodata->self_pid = cfg->self_pid > 0 ? (__u32)cfg->self_pid : 0;
 	skel->rodata->ustack_bytes = cfg->ustack_bytes;
+	skel->rodata->hold_cuda_maps = cfg->cuda && cfg->hold_cuda_maps;
 	/* batch: wake the consumer when an eighth of the ring is pending (or for a new pid) */
 	skel->rodata->wakeup_bytes =
 		cfg->batch ? sampler__ringbuf_bytes(cfg->ringbuf_bytes) / 8 : 0;
@@ -790,6 +795,14 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 		goto cleanup;
 	}
 
+	if (skel->rodata->hold_cuda_maps) {
+		s->hold = hold__new(bpf_map__fd(skel->maps.held));
+		if (!s->hold) {
+			err = -errno;
+			pr_err("cannot start the guard of held processes: %s", strerror(-err));
+			goto cleanup;
+		}
+	}
 	err = attach_perf_events(s, cfg->freq_hz);
 	if (err)
 		goto cleanup;
@@ -829,6 +842,20 @@ cleanup:
 	return NULL;
 }
 
+/* See sampler.h. */
+void sampler__release(struct sampler *s, pid_t pid)
+{
+	hold__release(s->hold, pid);
+}
+
+/* See sampler.h. */
+void sampler__hold_sweep(struct sampler *s, uint64_t max_ns, struct hold_stats *out)
+{
+	hold__sweep(s->hold, max_ns);
+	if (out)
+		hold__stats(s->hold, out);
+}
+
 /* Detaches every program and frees everything; NULL is a no-op. */
 void sampler__free(struct sampler *s)
 {
@@ -837,6 +864,8 @@ void sampler__free(struct sampler *s)
 	ring_buffer__free(s->rb);
 	for (int i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
+	/* after the tracepoints are gone: nothing is held any more once this returns */
+	hold__free(s->hold);
 	free(s->links);
 	offcpu_bpf__destroy(s->offcpu);
 	cuda_bpf__destroy(s->cuda);

@@ -28,6 +28,8 @@ struct sampler_config {
 	uint32_t offcpu_budget; /* off-CPU stack captures per CPU per 100 ms (sampling) */
 	bool cuda;		/* load the CUDA/NCCL uprobe programs (attached per library) */
 	uint32_t cuda_budget;	/* CUDA stack captures per CPU per 100 ms (sampling) */
+	bool hold_cuda_maps;	/* stop a process mapping a CUDA/NCCL library until
+				 * sampler__release (capture/hold.h) */
 	bool memory;		/* memory growth: anonymous write faults, releases */
 	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack */
 	uint32_t memory_budget;	      /* memory stack captures per CPU per 100 ms (sampling) */
@@ -77,6 +79,15 @@ int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take,
 			 void (*cb)(void *ctx, uint32_t pid, uint32_t kind, uint64_t what,
 				    uint64_t count),
 			 void *ctx);
+
+/*
+ * Continues process pid, held at a CUDA/NCCL library mmap (an MLPROF_EV_MAP_EXEC record
+ * with MLPROF_PROC_HELD) once its probes are attached; a no-op for a process not held.
+ */
+void sampler__release(struct sampler *s, pid_t pid);
+struct hold_stats;
+/* Continues processes held longer than max_ns; fills out (may be NULL) with the counts. */
+void sampler__hold_sweep(struct sampler *s, uint64_t max_ns, struct hold_stats *out);
 
 /* Waits up to timeout_ms and consumes all available records; returns count or -errno. */
 int sampler__poll(struct sampler *s, int timeout_ms);

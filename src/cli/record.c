@@ -60,6 +60,7 @@ struct record_opts {
 	unsigned long memory_rate;	 /* memory-growth stack captures per CPU per second */
 	unsigned long memory_max_faults; /* faults per busy CPU per second seen whole */
 	bool memory;			 /* memory-growth profile (default on) */
+	bool cuda_no_hold;		 /* --no-cuda-hold */
 	unsigned long memory_sample_kib;
 	bool quiet;
 	const char *title;
@@ -144,6 +145,10 @@ static void usage(FILE *f)
 		"      --cuda-rate N        CUDA/NCCL stack captures per CPU per second (default\n"
 		"                           500); above it calls are sampled and weighted (counts\n"
 		"                           stay exact); allocations are always captured\n"
+		"      --no-cuda-hold       do not stop a process for the moment it maps a CUDA\n"
+		"                           runtime, driver or NCCL library (by default it waits,\n"
+		"                           a few ms, until the library's probes are attached, so\n"
+		"                           that its first calls are seen too)\n"
 		"      --off-cpu-rate N     off-CPU stack captures per CPU per second (default\n"
 		"                           500); above it switch-outs are sampled and weighted\n"
 		"      --no-python          native frames only for Python processes (by default\n"
@@ -249,6 +254,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		OPT_CUDA,
 		OPT_CUDA_RATE,
 		OPT_NO_MEMORY,
+		OPT_NO_CUDA_HOLD,
 		OPT_MEMORY_SAMPLE,
 		OPT_MEMORY_RATE,
 		OPT_MEMORY_MAX_FAULTS,
@@ -273,6 +279,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{"cuda", required_argument, NULL, OPT_CUDA},
 		{"cuda-rate", required_argument, NULL, OPT_CUDA_RATE},
 		{"no-memory", no_argument, NULL, OPT_NO_MEMORY},
+		{"no-cuda-hold", no_argument, NULL, OPT_NO_CUDA_HOLD},
 		{"memory-sample", required_argument, NULL, OPT_MEMORY_SAMPLE},
 		{"memory-rate", required_argument, NULL, OPT_MEMORY_RATE},
 		{"memory-max-faults", required_argument, NULL, OPT_MEMORY_MAX_FAULTS},
@@ -365,6 +372,9 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_NO_MEMORY:
 			o->memory = false;
+			break;
+		case OPT_NO_CUDA_HOLD:
+			o->cuda_no_hold = true;
 			break;
 		case OPT_MEMORY_SAMPLE:
 			if (parse_uint(optarg, 4, 1048576, &o->memory_sample_kib))
@@ -820,6 +830,7 @@ int record__main(int argc, char **argv)
 	plc.cuda = o.cuda;
 	plc.cuda_on = cuda__any(&o.cuda);
 	plc.cuda_budget = (uint32_t)(o.cuda_rate / 10);
+	plc.cuda_no_hold = o.cuda_no_hold;
 	plc.memory_budget = (uint32_t)(o.memory_rate / 10);
 	plc.memory_max_faults = o.memory_max_faults;
 	plc.memory = o.memory;

@@ -183,6 +183,15 @@ static void print_cuda(struct profile *const *prof, const struct pipeline_stats 
 	for (size_t i = 0; i < cs.n; i++)
 		free(cs.k[i].name);
 	free(cs.k);
+	if (ps->hold.held || ps->hold.overdue)
+		fprintf(stderr,
+			"mlprof: cuda: %llu processes held at a CUDA/NCCL library mmap until its "
+			"probes were attached (%.1f ms on average, longest %.1f ms%s)\n",
+			(unsigned long long)(ps->hold.held + ps->hold.overdue),
+			(double)ps->hold.total_ns / 1e6 /
+				(double)(ps->hold.held + ps->hold.overdue),
+			(double)ps->hold.max_ns / 1e6,
+			ps->hold.overdue ? "; some continued at the 2 s deadline, unprobed" : "");
 	if (calib && (calib[MLPROF_SK_CUDA_LAUNCH].groups || calib[MLPROF_SK_CUDA_LAUNCH].added)) {
 		const struct calib_stats *c = &calib[MLPROF_SK_CUDA_LAUNCH];
 

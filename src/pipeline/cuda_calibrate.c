@@ -73,8 +73,9 @@ int cuda_calibrate__profiles(struct pipeline *pl, struct profile *const prof[MLP
 		err = ts.err;
 		if (!err)
 			err = calibrate__profile(prof[kinds[i]], 0,
-						 kinds[i] == MLPROF_SK_CUDA_LAUNCH ? FRAME_CUDA_KERNEL
-										   : FRAME_NATIVE,
+						 kinds[i] == MLPROF_SK_CUDA_LAUNCH
+							 ? FRAME_CUDA_KERNEL
+							 : FRAME_NATIVE,
 						 ts.t, ts.n, out ? &out[kinds[i]] : NULL);
 		targets_free(&ts);
 	}

@@ -56,7 +56,12 @@ struct done_count {
 #define SYMWAIT_MAX	   65536
 #define SYMWAIT_MAX_BYTES  (8u << 20)
 #define SYMWAIT_MAX_AGE_NS (5ull * 1000 * 1000 * 1000)
-#define EXITED_MAX	   256
+/*
+ * A process held at a CUDA/NCCL library mmap is continued after this long even when its
+ * probes are not attached yet (a consumer that far behind must not stall the job).
+ */
+#define PIPELINE_HOLD_MAX_NS (2ull * 1000 * 1000 * 1000)
+#define EXITED_MAX	     256
 
 /* Per-sample string scratch: symbol names are copied here so that all frames of one stack
  * stay valid together (symcache results live only until the next lookup). */
@@ -871,8 +876,12 @@ static int on_event(void *ctx, const void *data, size_t size)
 		}
 		break;
 	case MLPROF_EV_MAP_EXEC:
-		if (size >= sizeof(*pe))
+		if (size >= sizeof(*pe)) {
 			on_map_exec(pl, (pid_t)pe->pid);
+			/* stopped at a CUDA/NCCL library's mmap: its probes are in place now */
+			if (pe->pad & MLPROF_PROC_HELD)
+				sampler__release(pl->sampler, (pid_t)pe->pid);
+		}
 		break;
 	case MLPROF_EV_CUDA_NAME:
 		if (size >= sizeof(struct mlprof_cuda_name) && pl->cuda)
@@ -1035,6 +1044,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	scfg.offcpu_budget = cfg->offcpu_budget;
 	scfg.cuda = cfg->cuda_on;
 	scfg.cuda_budget = cfg->cuda_budget;
+	scfg.hold_cuda_maps = !cfg->cuda_no_hold;
 	scfg.memory = cfg->memory;
 	scfg.memory_sample_bytes = cfg->memory_sample_bytes;
 	scfg.memory_budget = cfg->memory_budget;
@@ -1128,6 +1138,7 @@ int pipeline__poll(struct pipeline *pl, int timeout_ms)
 
 	pl->sink_err = 0;
 	n = sampler__poll(pl->sampler, timeout_ms);
+	sampler__hold_sweep(pl->sampler, PIPELINE_HOLD_MAX_NS, NULL);
 	if (pl->wait.count && !pl->sink_err)
 		pl->sink_err = retry_parked(pl, 0, 0, false);
 	if (pl->nexited && !pl->sink_err)
@@ -1212,4 +1223,5 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	memtrack__stats(pl->mem, &out->mem);
 	if (pl->cuda)
 		cuda__stats(pl->cuda, &out->cuda);
+	sampler__hold_sweep(pl->sampler, UINT64_MAX, &out->hold);
 }

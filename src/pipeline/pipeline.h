@@ -11,6 +11,7 @@
 #include <mlprof/sample.h>
 
 #include "capture/fault_duty.h"
+#include "capture/hold.h"
 #include "memory/memtrack.h"
 #include "profile/frame.h"
 #include "runtimes/cuda/cuda.h"
@@ -56,6 +57,9 @@ struct pipeline_config {
 	bool cuda_on;		      /* attach CUDA/NCCL probes to the libraries processes map */
 	struct cuda_config cuda;      /* ... which families */
 	uint32_t cuda_budget;	      /* CUDA stack captures per CPU per 100 ms (0 = 50) */
+	bool cuda_no_hold;	      /* do not stop a process mapping a CUDA/NCCL library until
+				       * its probes are attached (they may then miss its first
+				       * calls) */
 	bool memory;		      /* memory growth (MLPROF_SK_MEMORY) */
 	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack (0 = 512 KiB) */
 	uint32_t memory_budget;	      /* memory stack captures per CPU per 100 ms (0 = 50) */
@@ -113,6 +117,7 @@ struct pipeline_stats {
 	struct memtrack_stats mem;	  /* in-use views (device allocations, memory growth) */
 	struct fault_duty_stats mem_duty; /* the page-fault programs' duty cycle */
 	struct cuda_stats cuda;
+	struct hold_stats hold; /* processes held until their CUDA probes were attached */
 };
 
 /* Builds and starts the pipeline (loads BPF). NULL with errno on failure (logged). */

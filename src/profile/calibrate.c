@@ -27,8 +27,8 @@ struct calib {
 	size_t ng;
 	size_t *slots; /* open addressing: group index + 1, 0 empty */
 	size_t mask;
-	int32_t *of;   /* per sample: its group index, -1 none */
-	size_t i;      /* sample being visited */
+	int32_t *of; /* per sample: its group index, -1 none */
+	size_t i;    /* sample being visited */
 };
 
 static uint64_t key_hash(int64_t pid, const char *leaf)
@@ -61,7 +61,9 @@ static void insert(struct calib *c, const struct calib_target *t)
 		return;
 	}
 	g = &c->g[c->ng++];
-	*g = (struct group){.pid = t->pid, .leaf = t->leaf, .hash = key_hash(t->pid, t->leaf),
+	*g = (struct group){.pid = t->pid,
+			    .leaf = t->leaf,
+			    .hash = key_hash(t->pid, t->leaf),
 			    .count = t->count};
 	for (k = g->hash & c->mask; c->slots[k]; k = (k + 1) & c->mask)
 		;

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -815,6 +816,115 @@ class ShortLived(unittest.TestCase):
         unnamed = [k for k in s["kernels"] if k.startswith("[cuda kernel")]
         self.assertEqual(unnamed, [], rec.ctx())
 
+
+def held_line(stderr):
+    """(processes held, longest ms) from the summary, None without the line."""
+    m = re.search(r"^mlprof: cuda: (\d+) processes held at a CUDA/NCCL library mmap until "
+                  r"its probes were attached \([0-9.]+ ms on average, longest ([0-9.]+) ms",
+                  stderr, re.M)
+    return (int(m.group(1)), float(m.group(2))) if m else None
+
+
+def proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+class Hold(unittest.TestCase):
+    """A process that maps libcudart (at start, or with dlopen) is stopped on its way out of
+    mmap until the library's probes are attached: calls made at once are all counted.
+    Without the hold (--no-cuda-hold) these programs' first calls came before the probes:
+    0 of 900 launches were counted on this VM."""
+
+    def test_first_calls_at_start(self):
+        """cuda_launch ITER 0: launches as soon as main runs (libcudart is a DT_NEEDED
+        library, mapped by ld.so): every launch counted and named, full chains."""
+        exe = os.path.join(CUDA_DIR, "cuda_launch_shared")
+        need(self, exe, why=SKIP_NVCC)
+        RAN.append("hold-start")
+        rec = Recorded("hold", ["--cuda-rate", EVERY], [exe, "100", "0"])
+        js = rec.js[0]
+        want = {K_ALPHA: js["alpha"], K_BETA: js["beta"], K_GAMMA: js["gamma"]}
+        self.assertEqual(rec.sum["kernels"], want, rec.ctx())
+        held = held_line(rec.cp.stderr)
+        self.assertIsNotNone(held, rec.ctx())
+        self.assertEqual(held[0], 1, rec.ctx())
+        st = rec.stacks("cuda_launches")
+        for k, n in want.items():
+            stub_name, below = CU13_CHAINS[k]
+            chain = [k, "cudaLaunchKernel", stub(stub_name)] + below + ["train_step",
+                                                                         "run_steps", "main"]
+            self.assertEqual(total(st, lambda names, l, c=chain: chain_ok(names, c)), n,
+                             rec.ctx())
+
+    def test_dlopen_mid_run(self):
+        """dlopen(libcudart) then 50 cudaDeviceSynchronize calls at once: all 50 counted,
+        with their stacks (the process was held at the dlopen's mmap)."""
+        call = os.path.join(CUDA_DIR, "dlopen_call")
+        need(self, call, CUDA13_LIB)
+        RAN.append("hold-dlopen")
+        rec = Recorded("holddl", ["--cuda-rate", EVERY],
+                       [call, CUDA13_LIB, "cudaDeviceSynchronize", "50", "0"])
+        self.assertEqual(rec.js[0]["calls"], 50)
+        self.assertEqual(rec.sum["syncs"], 50, rec.ctx())
+        self.assertIsNotNone(held_line(rec.cp.stderr), rec.ctx())
+        st = [(names, v, l) for names, v, l in load(rec.path("cuda_sync"))
+              if l.get("pid") == rec.js[0]["pid"]]
+        self.assertTrue(st, rec.ctx())
+        for names, v, l in st:
+            self.assertIn("cudaDeviceSynchronize", names)
+            self.assertIn("main", names)
+
+    def test_no_hold(self):
+        """--no-cuda-hold: nothing is held (the summary has no such line), the program runs
+        as before and mlprof counts what it can (at most every call)."""
+        exe = os.path.join(CUDA_DIR, "cuda_launch_shared")
+        need(self, exe, why=SKIP_NVCC)
+        RAN.append("hold-off")
+        rec = Recorded("nohold", ["--cuda-rate", EVERY, "--no-cuda-hold"], [exe, "100", "0"])
+        js = rec.js[0]
+        self.assertIsNone(held_line(rec.cp.stderr), rec.ctx())
+        self.assertLessEqual(rec.sum["launches"] if rec.sum else 0,
+                             js["alpha"] + js["beta"] + js["gamma"], rec.ctx())
+
+    def test_guard_continues_after_kill(self):
+        """mlprof killed with SIGKILL while the workload is held (stopped, its first hold
+        loads the CUDA programs: ~0.2 s): the guard process continues it, and it finishes."""
+        exe = os.path.join(CUDA_DIR, "cuda_launch_shared")
+        need(self, exe, why=SKIP_NVCC)
+        RAN.append("hold-guard")
+        d = tmpdir()
+        out = open(os.path.join(d, "wl.out"), "w")
+        prof = subprocess.Popen([MLPROF, "record", "-o", os.path.join(d, "g.pb.gz"), "--",
+                                 exe, "20", "0"], stdout=out, stderr=subprocess.STDOUT)
+        child = None
+        try:
+            deadline = time.time() + 30
+            while time.time() < deadline and child is None:
+                for line in subprocess.run(["pgrep", "-P", str(prof.pid)], capture_output=True,
+                                           text=True).stdout.split():
+                    if proc_state(int(line)) == "T":
+                        child = int(line)
+                time.sleep(0.001)
+            self.assertIsNotNone(child, "the workload was never seen held")
+            prof.kill()
+            prof.wait()
+            deadline = time.time() + 10
+            while time.time() < deadline and proc_state(child) not in (None, "Z"):
+                time.sleep(0.05)
+            self.assertIn(proc_state(child), (None, "Z"),
+                          "workload %d still %s after mlprof was killed" %
+                          (child, proc_state(child)))
+        finally:
+            if prof.poll() is None:
+                prof.kill()
+                prof.wait()
+            if child and proc_state(child) not in (None, "Z"):
+                os.kill(child, signal.SIGKILL)
+            out.close()
 
 if __name__ == "__main__":
     prog = unittest.main(verbosity=2, exit=False)

@@ -92,7 +92,7 @@ static void test_launches(void)
 	struct calib_target t[] = {
 		{.pid = 10, .leaf = "gemm", .count = 1000},
 		{.pid = 10, .leaf = "relu", .count = 301},
-		{.pid = 10, .leaf = "relu", .count = 200}, /* a second handle of the same name */
+		{.pid = 10, .leaf = "relu", .count = 200},   /* a second handle of the same name */
 		{.pid = 10, .leaf = "softmax", .count = 77}, /* never captured */
 		{.pid = 11, .leaf = "gemm", .count = 0},     /* nothing: ignored */
 	};
