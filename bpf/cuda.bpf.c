@@ -59,6 +59,7 @@ enum inflight_kind {
 	IF_SYNC_DRV,
 	IF_ALLOC_RT,
 	IF_ALLOC_DRV,
+	IF_FREE_RT,
 	IF_NAME,
 	IF_GETKERNEL,
 };
@@ -340,19 +341,26 @@ static __always_inline void alloc_exit(long ret, __u32 kind)
 	bpf_map_delete_elem(&cuda_inflight, &key);
 }
 
-/*
- * Handle naming. cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name),
- * cuLibraryGetKernel(CUkernel *pKernel, CUlibrary lib, const char *name): out in rdi, name
- * in rdx. __cudaGetKernel(cudaKernel_t *out, const void *hostFun) (CUDA 13) and
- * cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel): out in rdi, what the new handle
- * stands for (host function / kernel handle) in rsi.
- */
-static __always_inline void free_call(__u64 ptr)
+/* A free (device pointer ptr): the in-use view forgets the allocation. kind: IF_FREE_RT for
+ * the runtime's, 0 for the driver's. */
+static __always_inline void free_call(__u64 ptr, __u32 kind)
 {
+	__u64 id = bpf_get_current_pid_tgid();
 	struct mlprof_cuda_free *e;
 	__u32 tgid = wanted();
 
-	if (!tgid || !ptr)
+	if (!tgid)
+		return;
+	if (kind == IF_FREE_RT) {
+		/* cudaFree frees through cuMemFree_v2 on the same thread: counted once, here */
+		struct inflight_key key = {.tid = (__u32)id, .kind = IF_FREE_RT};
+		struct inflight in = {};
+
+		bpf_map_update_elem(&cuda_inflight, &key, &in, BPF_ANY);
+	} else if (inside_runtime((__u32)id, IF_FREE_RT)) {
+		return;
+	}
+	if (!ptr)
 		return;
 	count_event(tgid, MLPROF_SK_CUDA_ALLOC, 1);
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
@@ -367,6 +375,20 @@ static __always_inline void free_call(__u64 ptr)
 	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
 }
 
+static __always_inline void free_exit(void)
+{
+	struct inflight_key key = {.tid = (__u32)bpf_get_current_pid_tgid(), .kind = IF_FREE_RT};
+
+	bpf_map_delete_elem(&cuda_inflight, &key);
+}
+
+/*
+ * Handle naming. cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name),
+ * cuLibraryGetKernel(CUkernel *pKernel, CUlibrary lib, const char *name): out in rdi, name
+ * in rdx. __cudaGetKernel(cudaKernel_t *out, const void *hostFun) (CUDA 13) and
+ * cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel): out in rdi, what the new handle
+ * stands for (host function / kernel handle) in rsi.
+ */
 static __always_inline void name_enter(__u64 out, __u64 arg, __u32 kind)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -493,8 +515,11 @@ int cuda_entry(struct pt_regs *ctx)
 	case MLPROF_CP_ALLOC_DRV: /* cuMemAlloc_v2(CUdeviceptr *out, size) */
 		alloc_enter(ctx, a1, a2, IF_ALLOC_DRV);
 		break;
-	case MLPROF_CP_FREE: /* cudaFree(ptr) / cudaFreeAsync / cuMemFree_v2 */
-		free_call(a1);
+	case MLPROF_CP_FREE_RT: /* cudaFree(ptr) / cudaFreeAsync(ptr, stream) */
+		free_call(a1, IF_FREE_RT);
+		break;
+	case MLPROF_CP_FREE_DRV: /* cuMemFree_v2(ptr) */
+		free_call(a1, 0);
 		break;
 	case MLPROF_CP_GETFUNC: /* cuModuleGetFunction / cuLibraryGetKernel(out, mod, name) */
 		name_enter(a1, a3, IF_NAME);
@@ -548,6 +573,9 @@ int cuda_return(struct pt_regs *ctx)
 		break;
 	case MLPROF_CP_ALLOC_DRV:
 		alloc_exit(ret, IF_ALLOC_DRV);
+		break;
+	case MLPROF_CP_FREE_RT:
+		free_exit();
 		break;
 	case MLPROF_CP_GETFUNC:
 		name_exit(ret, IF_NAME);

@@ -32,7 +32,8 @@ enum mlprof_cuda_probe {
 	MLPROF_CP_SYNC_DRV,	 /* cuStreamSynchronize, cuCtxSynchronize, ... (+ return) */
 	MLPROF_CP_ALLOC_RT,	 /* cudaMalloc, cudaMallocAsync (+ return) */
 	MLPROF_CP_ALLOC_DRV,	 /* cuMemAlloc_v2 (+ return) */
-	MLPROF_CP_FREE,		 /* cudaFree, cudaFreeAsync, cuMemFree_v2 */
+	MLPROF_CP_FREE_RT,	 /* cudaFree, cudaFreeAsync (+ return) */
+	MLPROF_CP_FREE_DRV,	 /* cuMemFree_v2 (not counted inside a runtime free) */
 	MLPROF_CP_GETFUNC,	 /* cuModuleGetFunction, cuLibraryGetKernel (+ return) */
 	MLPROF_CP_GETKERNEL,	 /* __cudaGetKernel, cuKernelGetFunction (+ return) */
 	MLPROF_CP_NCCL_ALLREDUCE,

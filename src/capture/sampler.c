@@ -570,7 +570,8 @@ void sampler__memory_duty(struct sampler *s, struct fault_duty_stats *out)
 static bool probe_has_return(enum mlprof_cuda_probe p)
 {
 	return p == MLPROF_CP_SYNC_RT || p == MLPROF_CP_SYNC_DRV || p == MLPROF_CP_ALLOC_RT ||
-	       p == MLPROF_CP_ALLOC_DRV || p == MLPROF_CP_GETFUNC || p == MLPROF_CP_GETKERNEL;
+	       p == MLPROF_CP_ALLOC_DRV || p == MLPROF_CP_FREE_RT || p == MLPROF_CP_GETFUNC ||
+	       p == MLPROF_CP_GETKERNEL;
 }
 
 /* See sampler.h. */

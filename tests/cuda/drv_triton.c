@@ -11,7 +11,8 @@
  *       probes when it sees the library mapped), then gets kernel handles, launches,
  *       allocates, synchronizes; prints JSON lines
  *   drv_triton rt N LIB           N cudaLaunchKernel through the runtime test double LIB
- *       (fake_rt_over_drv.c: each makes one cuLaunchKernel), then N/2 direct cuLaunchKernel
+ *       (fake_rt_over_drv.c: each makes one cuLaunchKernel), then N/2 direct cuLaunchKernel,
+ *       then N/4 cudaMalloc + cudaFree pairs through LIB (each calls the driver's)
  *   drv_triton attach             gets the handle of triton_kernel_early, prints a JSON
  *       line with it, waits for "go" on stdin (mlprof attaches meanwhile; "spin" makes it
  *       use the CPU for 300 ms first), then launches
@@ -365,6 +366,23 @@ NOINLINE void run_rt(int n, CUfunction fa)
 	g_done++;
 }
 
+/* n cudaMalloc + cudaFree pairs through the runtime test double (which calls the driver's). */
+NOINLINE void rt_memory(void *rt, int n)
+{
+	int (*rt_malloc)(void **, size_t), (*rt_free)(void *);
+	void *p;
+
+	if (!(*(void **)&rt_malloc = dlsym(rt, "cudaMalloc")) ||
+	    !(*(void **)&rt_free = dlsym(rt, "cudaFree"))) {
+		g_err |= 1;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		g_err |= rt_malloc(&p, 4096);
+		g_err |= rt_free(p);
+	}
+}
+
 static int mode_rt(int n, const char *rt_path)
 {
 	void *h;
@@ -382,7 +400,9 @@ static int mode_rt(int n, const char *rt_path)
 	fa = get_kernel("triton_kernel_a");
 	g_err |= reg((const void *)rt_stub_kernel, fa);
 	run_rt(n, fa);
-	printf("{\"rt\": %d, \"direct\": %d, \"err\": %d}\n", n, n / 2, g_err);
+	rt_memory(h, n / 4);
+	printf("{\"rt\": %d, \"direct\": %d, \"rt_allocs\": %d, \"err\": %d}\n", n, n / 2, n / 4,
+	       g_err);
 	return g_err ? 1 : 0;
 }
 

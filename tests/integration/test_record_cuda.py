@@ -478,8 +478,10 @@ class Driver(unittest.TestCase):
 class RuntimeOverDriver(unittest.TestCase):
     """drv_triton rt 400: a CUDA runtime (the fake_rt_over_drv.c test double) whose every
     cudaLaunchKernel makes one cuLaunchKernel on the same thread, as cudart does on a GPU
-    host, then 200 direct cuLaunchKernel. Each launch is counted once: 400 under
-    cudaLaunchKernel (none of them again under cuLaunchKernel), 200 under cuLaunchKernel."""
+    host, then 200 direct cuLaunchKernel, then 100 cudaMalloc + cudaFree pairs (each making
+    cuMemAlloc_v2 / cuMemFree_v2). Each launch is counted once: 400 under cudaLaunchKernel
+    (none of them again under cuLaunchKernel), 200 under cuLaunchKernel; 100 allocations and
+    100 frees (a GPU host counted 400 frees for 200 cudaFree calls), nothing left in use."""
 
     def test_runtime_launch_counted_once(self):
         exe = os.path.join(CUDA_DIR, "drv_triton")
@@ -502,6 +504,9 @@ class RuntimeOverDriver(unittest.TestCase):
             "triton_kernel_a", "cuLaunchKernel", "launch_a", "run_rt", "main"]))
         self.assertEqual((via_rt, direct, total(st)), (n_rt, n_drv, n_rt + n_drv), "%s%s" % (
             [(names[:4], v) for names, v, l in st][:6], rec.ctx()))
+        n_mem = js["rt_allocs"]
+        self.assertEqual((rec.sum["allocs"], rec.sum["frees"]), (n_mem, n_mem), rec.ctx())
+        self.assertEqual(rec.sum.get("mem"), (n_mem * 4096, 0), rec.ctx())
 
 
 class DriverAttach(unittest.TestCase):
