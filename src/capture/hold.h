@@ -13,11 +13,11 @@
 struct hold;
 
 struct hold_stats {
-	uint64_t held;	    /* processes continued after their probes were attached */
-	uint64_t overdue;   /* ... continued by the deadline (user space was late) */
-	uint64_t at_exit;   /* ... continued when mlprof stopped */
-	uint64_t max_ns;    /* longest hold, stop to continue */
-	uint64_t total_ns;  /* all holds together */
+	uint64_t held;	   /* processes continued after their probes were attached */
+	uint64_t overdue;  /* ... continued by the deadline (user space was late) */
+	uint64_t at_exit;  /* ... continued when mlprof stopped */
+	uint64_t max_ns;   /* longest hold, stop to continue */
+	uint64_t total_ns; /* all holds together */
 };
 
 /*

@@ -9,19 +9,10 @@
 #include <sys/types.h>
 
 #include "profile/frame.h"
+#include "symbolize/proc_maps.h"
 
 struct elf_file;
 struct proc_cache;
-
-struct proc_map {
-	uint64_t start, end; /* [start, end) in the process */
-	uint64_t offset;     /* file offset of start */
-	uint64_t inode;
-	uint32_t dev_major, dev_minor;
-	bool exec;		 /* mapped executable */
-	const char *path;	 /* as printed in /proc/PID/maps ("" anonymous, "[vdso]", ...) */
-	struct frame_mapping fm; /* ready for frames (file/build id filled once the ELF is open) */
-};
 
 struct proc {
 	pid_t pid;
