@@ -200,6 +200,7 @@ static void pipeline_cfg(const struct agent_config *c, struct pipeline_config *o
 		.memory_sample_bytes = (uint64_t)c->memory_sample_kib * 1024,
 		.cuda_budget = c->cuda_rate / 10,
 		.cuda_no_hold = !c->cuda_hold,
+		.cuda_preload = true,
 		.memory_budget = c->memory_rate / 10,
 		.memory_max_faults = c->memory_max_faults,
 	};

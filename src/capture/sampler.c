@@ -575,6 +575,28 @@ static bool probe_has_return(enum mlprof_cuda_probe p)
 }
 
 /* See sampler.h. */
+int sampler__cuda_load(struct sampler *s)
+{
+	int err;
+
+	if (!s->cuda_allowed || s->cuda_err)
+		return s->cuda_err ? s->cuda_err : -ENOTSUP;
+	if (s->cuda)
+		return 0;
+	err = cuda_setup(s);
+	if (err) {
+		s->cuda_err = err;
+		cuda_bpf__destroy(s->cuda);
+		s->cuda = NULL;
+		return err;
+	}
+	pr_info("CUDA/NCCL uprobe programs loaded (%s)",
+		s->cuda_multi ? "uprobe_multi links, one per program and library"
+			      : "one link per probe: this kernel has no uprobe_multi");
+	return 0;
+}
+
+/* See sampler.h. */
 struct uprobe_link *sampler__attach_probes(struct sampler *s, const char *path,
 					   const struct sampler_probe *probes, int n)
 {
@@ -591,18 +613,10 @@ struct uprobe_link *sampler__attach_probes(struct sampler *s, const char *path,
 		return NULL;
 	}
 	/* the uprobe programs are verified only once some process maps a CUDA library */
-	if (!s->cuda) {
-		err = cuda_setup(s);
-		if (err) {
-			s->cuda_err = err;
-			cuda_bpf__destroy(s->cuda);
-			s->cuda = NULL;
-			errno = -err;
-			return NULL;
-		}
-		pr_info("CUDA/NCCL uprobe programs loaded (%s)",
-			s->cuda_multi ? "uprobe_multi links, one per program and library"
-				      : "one link per probe: this kernel has no uprobe_multi");
+	err = sampler__cuda_load(s);
+	if (err) {
+		errno = -err;
+		return NULL;
 	}
 	t = calloc((size_t)n, sizeof(*t));
 	if (!t)

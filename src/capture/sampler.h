@@ -62,6 +62,13 @@ struct sampler_probe {
 };
 
 /*
+ * Loads the CUDA/NCCL uprobe programs now (sampler__attach_probes otherwise loads them on
+ * first use, which then takes ~0.2 s of verification). 0, or -errno (-ENOTSUP: CUDA probes
+ * are off); a failure is remembered and not tried again.
+ */
+int sampler__cuda_load(struct sampler *s);
+
+/*
  * Attaches the n probes of the ELF file at path (for every process that maps it; BPF
  * filters by pid), each with its return probe when it has one; the CUDA programs are
  * loaded on first use. All or nothing: returns the links (released with

@@ -1060,6 +1060,9 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 			err = -errno;
 			goto cleanup;
 		}
+		/* (a failure is logged and remembered: CUDA profiles are then off, as before) */
+		if (cfg->cuda_preload)
+			sampler__cuda_load(pl->sampler);
 	}
 	if (cfg->kernel_frames) {
 		pl->ksyms = ksyms__load("/proc/kallsyms");

@@ -57,6 +57,8 @@ struct pipeline_config {
 	bool cuda_on;		      /* attach CUDA/NCCL probes to the libraries processes map */
 	struct cuda_config cuda;      /* ... which families */
 	uint32_t cuda_budget;	      /* CUDA stack captures per CPU per 100 ms (0 = 50) */
+	bool cuda_preload;	      /* load the CUDA/NCCL programs at start (the agent: the
+				       * first hold then takes ms, not the verifier's ~0.2 s) */
 	bool cuda_no_hold;	      /* do not stop a process mapping a CUDA/NCCL library until
 				       * its probes are attached (they may then miss its first
 				       * calls) */

@@ -349,8 +349,8 @@ static int maps_from_query(int fd, struct maps_builder *b, bool *cut, size_t *to
 bool proc_maps__exec_at(int fd, uint64_t addr, uint64_t *next)
 {
 	struct procmap_query q = {.size = sizeof(q),
-				  .query_flags = PROCMAP_QUERY_VMA_EXEC |
-						 PROCMAP_QUERY_COVERING_OR_NEXT,
+				  .query_flags =
+					  PROCMAP_QUERY_VMA_EXEC | PROCMAP_QUERY_COVERING_OR_NEXT,
 				  .query_addr = addr};
 	int rc;
 
