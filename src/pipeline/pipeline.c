@@ -470,11 +470,51 @@ static bool has_parked(const struct pipeline *pl, uint32_t pid)
 	return false;
 }
 
-/* The per-process state an exited process kept for its parked samples goes. */
+static void count_keep(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t count);
+
+/*
+ * Whether a launch count of exited process pid cannot be named yet because the index of
+ * the file holding its host stub is still being built (then the pid waits on the exited
+ * list, like a process with parked samples).
+ */
+struct name_check {
+	struct pipeline *pl;
+	bool pending;
+};
+
+static const char *count_name(struct pipeline *pl, uint32_t pid, uint32_t kind, uint64_t what);
+
+static void check_one(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t count)
+{
+	struct name_check *nc = ctx;
+
+	(void)count;
+	if (nc->pending || kind != MLPROF_SK_CUDA_LAUNCH)
+		return;
+	count_name(nc->pl, pid, kind, what);
+	nc->pending = nc->pl->sym_missing;
+	nc->pl->sym_missing = false;
+}
+
+static bool counts_wait_index(struct pipeline *pl, pid_t pid)
+{
+	struct name_check nc = {.pl = pl};
+
+	if (pl->cuda)
+		sampler__cuda_counts(pl->sampler, pid, false, check_one, &nc);
+	return nc.pending;
+}
+
+/*
+ * The per-process state an exited process kept for its parked samples goes; its exact CUDA
+ * counts are taken from BPF, named now that its indexes are built (or waited long enough).
+ */
 static void forget_exited(struct pipeline *pl, pid_t pid)
 {
-	if (pl->cuda)
+	if (pl->cuda) {
+		sampler__cuda_counts(pl->sampler, pid, true, count_keep, pl);
 		cuda__forget(pl->cuda, pid);
+	}
 	if (pl->py)
 		python__forget(pl->py, pid);
 }
@@ -493,7 +533,7 @@ static int sweep_exited(struct pipeline *pl, bool all)
 
 		if (all)
 			err = flush_pid(pl, (uint32_t)pid) ?: err;
-		if (has_parked(pl, (uint32_t)pid)) {
+		if (has_parked(pl, (uint32_t)pid) || (!all && counts_wait_index(pl, pid))) {
 			pl->exited[k++] = pid;
 			continue;
 		}
@@ -916,11 +956,10 @@ static int on_event(void *ctx, const void *data, size_t size)
 			/* what it held when it ended is its last in-use view (a leak report) */
 			err = snapshot(pl, pe->pid, pe->time_ns);
 			memtrack__drop_pid(pl->mem, pe->pid);
-			if (pl->cuda)
-				sampler__cuda_counts(pl->sampler, (pid_t)pe->pid, true, count_keep,
-						     pl);
-			/* samples still waiting for an index keep its state until they are out */
-			if (has_parked(pl, pe->pid) && pl->nexited < EXITED_MAX)
+			/* samples still waiting for an index keep its state until they are out, and
+			 * so do CUDA counts whose kernel names wait for one */
+			if ((has_parked(pl, pe->pid) || counts_wait_index(pl, (pid_t)pe->pid)) &&
+			    pl->nexited < EXITED_MAX)
 				pl->exited[pl->nexited++] = (pid_t)pe->pid;
 			else
 				forget_exited(pl, (pid_t)pe->pid);
