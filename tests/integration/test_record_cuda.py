@@ -895,6 +895,37 @@ class Hold(unittest.TestCase):
         self.assertLessEqual(rec.sum["launches"] if rec.sum else 0,
                              js["alpha"] + js["beta"] + js["gamma"], rec.ctx())
 
+    def test_job_control_child_not_held(self):
+        """A process with a controlling terminal in a process group of its own (what a
+        job-control shell makes of a foreground job) is not held: the shell would see it
+        stop. The same program in its parent's group on the same terminal is held."""
+        exe = os.path.join(CUDA_DIR, "cuda_launch_shared")
+        need(self, exe, why=SKIP_NVCC)
+        RAN.append("hold-jobctl")
+        # in a new session on a pty (pty.fork), a child runs the workload, in a group of its
+        # own or not; the parent waits for it (the pty's output is read and dropped)
+        script = ("import os, pty, sys\n"
+                  "pid, fd = pty.fork()\n"
+                  "if pid == 0:\n"
+                  "    c = os.fork()\n"
+                  "    if c == 0:\n"
+                  "        if sys.argv[1] == 'own':\n"
+                  "            os.setpgid(0, 0)\n"
+                  "        os.execv(sys.argv[2], [sys.argv[2], '20', '0'])\n"
+                  "    os._exit(os.waitpid(c, 0)[1] >> 8)\n"
+                  "while True:\n"
+                  "    try:\n"
+                  "        if not os.read(fd, 4096): break\n"
+                  "    except OSError: break\n"
+                  "os.waitpid(pid, 0)\n")
+        held = {}
+        for mode in ("own", "same"):
+            rec = Recorded("jobctl-" + mode, ["--cuda-rate", EVERY],
+                           [sys.executable, "-c", script, mode, exe])
+            held[mode] = held_line(rec.cp.stderr)
+        self.assertIsNone(held["own"], "a job-control child was held")
+        self.assertIsNotNone(held["same"], "the same program in its parent's group was not")
+
     def test_guard_continues_after_kill(self):
         """mlprof killed with SIGKILL while the workload is held (stopped, its first hold
         loads the CUDA programs: ~0.2 s): the guard process continues it, and it finishes."""
