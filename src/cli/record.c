@@ -23,6 +23,7 @@
 #include "profile/output.h"
 #include "profile/profile.h"
 #include "unwind/unwind.h"
+#include "util/clock.h"
 
 #define LOG_MODULE "record"
 #include "util/log.h"
@@ -537,14 +538,6 @@ static int record_sink(void *ctx, const struct sample_info *info, const struct f
 	return 0;
 }
 
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Forks the command stopped at a barrier so it can be filtered in before it runs. When
  * execvp() fails, the child writes its errno into *exec_err_fd (close-on-exec: the parent
@@ -719,19 +712,19 @@ static int exit_status_of(int status)
 static int run_loop(struct record_opts *o, struct pipeline *pl, pid_t child, int *child_status)
 {
 	uint64_t deadline = o->duration_s > 0
-				    ? now_ns(CLOCK_MONOTONIC) + (uint64_t)(o->duration_s * 1e9)
+				    ? clock__ns(CLOCK_MONOTONIC) + (uint64_t)(o->duration_s * 1e9)
 				    : UINT64_MAX;
-	uint64_t next_gc = now_ns(CLOCK_MONOTONIC) + 1000000000ull;
+	uint64_t next_gc = clock__ns(CLOCK_MONOTONIC) + 1000000000ull;
 	bool child_done = false;
 	int err;
 
 	while (!stop_requested) {
 		err = pipeline__poll(pl, 100);
-		if (now_ns(CLOCK_MONOTONIC) >= next_gc) {
+		if (clock__ns(CLOCK_MONOTONIC) >= next_gc) {
 			/* Frees exited processes and replaced map sets; samples are handled
 			 * synchronously, so nothing borrowed from the caches is still in use. */
 			pipeline__gc(pl);
-			next_gc = now_ns(CLOCK_MONOTONIC) + 1000000000ull;
+			next_gc = clock__ns(CLOCK_MONOTONIC) + 1000000000ull;
 		}
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "mlprof: record: reading samples failed: %s\n",
@@ -744,7 +737,7 @@ static int run_loop(struct record_opts *o, struct pipeline *pl, pid_t child, int
 		}
 		if (o->n_pids && !any_alive(o))
 			break;
-		if (now_ns(CLOCK_MONOTONIC) >= deadline)
+		if (clock__ns(CLOCK_MONOTONIC) >= deadline)
 			break;
 	}
 	/* Drain what the kernel already queued. */
@@ -794,7 +787,7 @@ int record__main(int argc, char **argv)
 		if (!ek || !kind_enabled(&o, (enum mlprof_sample_kind)k))
 			continue;
 		event_kind__profile_config(ek, o.freq_hz, &pcfg);
-		pcfg.time_nanos = (int64_t)now_ns(CLOCK_REALTIME);
+		pcfg.time_nanos = (int64_t)clock__ns(CLOCK_REALTIME);
 		pcfg.max_bytes = 256u << 20;
 		st.prof[k] = profile__new(&pcfg);
 		if (!st.prof[k]) {
@@ -866,10 +859,10 @@ int record__main(int argc, char **argv)
 	}
 
 	/* the profile covers the capture itself, not the BPF load before it */
-	t0 = now_ns(CLOCK_MONOTONIC);
+	t0 = clock__ns(CLOCK_MONOTONIC);
 	for (int k = 0; k < MLPROF_SK__COUNT; k++)
 		if (st.prof[k])
-			profile__set_time(st.prof[k], (int64_t)now_ns(CLOCK_REALTIME));
+			profile__set_time(st.prof[k], (int64_t)clock__ns(CLOCK_REALTIME));
 	err = run_loop(&o, pl, child, &status);
 	if (exec_err_fd >= 0 &&
 	    read(exec_err_fd, &exec_err, sizeof(exec_err)) == sizeof(exec_err)) {
@@ -892,12 +885,13 @@ int record__main(int argc, char **argv)
 			"counts: out of memory\n");
 	for (int k = 0; k < MLPROF_SK__COUNT; k++)
 		if (st.prof[k])
-			profile__set_duration(st.prof[k], (int64_t)(now_ns(CLOCK_MONOTONIC) - t0));
+			profile__set_duration(st.prof[k],
+					      (int64_t)(clock__ns(CLOCK_MONOTONIC) - t0));
 	if (!o.quiet)
 		record_summary__print(&(struct record_summary){
 			.prof = st.prof,
 			.pl = pl,
-			.secs = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
+			.secs = (double)(clock__ns(CLOCK_MONOTONIC) - t0) / 1e9,
 			.freq_hz = o.freq_hz,
 			.ustack_bytes = o.ustack_bytes,
 			.memory_sample_kib = o.memory_sample_kib,
