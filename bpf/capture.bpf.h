@@ -239,23 +239,24 @@ static __always_inline long find_vma_info(struct task_struct *task, __u64 addr, 
  * Marks of threads between a syscall's entry and its exit (map: an LRU hash tid -> u8, so
  * that a thread killed inside the syscall only leaves an entry to be evicted).
  */
-static __always_inline void tid_mark(void *map)
+static __always_inline void tid_mark(void *map, __u8 mark)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u8 one = 1;
 
-	bpf_map_update_elem(map, &tid, &one, BPF_ANY);
+	bpf_map_update_elem(map, &tid, &mark, BPF_ANY);
 }
 
-/* Whether the current thread was marked in map; the mark is taken. */
-static __always_inline bool tid_mark_take(void *map)
+/* The current thread's mark in map (0: none); the mark is taken. Marks are not 0. */
+static __always_inline __u8 tid_mark_take(void *map)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u8 *p = bpf_map_lookup_elem(map, &tid), mark;
 
-	if (!bpf_map_lookup_elem(map, &tid))
-		return false;
+	if (!p)
+		return 0;
+	mark = *p;
 	bpf_map_delete_elem(map, &tid);
-	return true;
+	return mark;
 }
 
 /*

@@ -206,7 +206,6 @@ static __always_inline bool job_control_child(struct task_struct *task)
 SEC("tp/syscalls/sys_enter_mmap")
 int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u8 mark = MMAP_MARK;
 
 	if (!(ctx->args[2] & PROT_EXEC) || (long)ctx->args[4] < 0 ||
@@ -218,24 +217,19 @@ int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
 		if (cuda_library_fd(task, (long)ctx->args[4]) && !job_control_child(task))
 			mark = MMAP_HOLD;
 	}
-	bpf_map_update_elem(&mmap_exec, &tid, &mark, BPF_ANY);
+	tid_mark(&mmap_exec, mark);
 	return 0;
 }
 
 SEC("tp/syscalls/sys_exit_mmap")
 int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now;
-	__u32 tid = (__u32)id, tgid = id >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u8 mark = tid_mark_take(&mmap_exec);
 	struct mlprof_proc_event *e;
-	__u8 *markp, mark;
+	__u64 now;
 
-	markp = bpf_map_lookup_elem(&mmap_exec, &tid);
-	if (!markp)
-		return 0;
-	mark = *markp;
-	bpf_map_delete_elem(&mmap_exec, &tid);
-	if (ctx->ret < 0)
+	if (!mark || ctx->ret < 0)
 		return 0;
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {

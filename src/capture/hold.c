@@ -10,11 +10,11 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 
+#include "util/clock.h"
 #include "util/log.h"
 
 struct hold {
@@ -23,15 +23,6 @@ struct hold {
 	pid_t guard;
 	struct hold_stats stats;
 };
-
-static uint64_t ktime_ns(void)
-{
-	struct timespec ts;
-
-	/* bpf_ktime_get_ns() is CLOCK_MONOTONIC */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Continues every process of the map and empties it (the guard, after fork: syscalls only). */
 static void release_all(int map_fd, uint64_t *n)
@@ -109,14 +100,14 @@ struct hold *hold__new(int map_fd)
 static void release_one(struct hold *h, pid_t pid, uint64_t *counter)
 {
 	__u32 key = (__u32)pid;
-	__u64 since;
+	__u64 since; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC, as clock__mono_ns() */
 	uint64_t ns;
 
 	if (bpf_map_lookup_elem(h->map_fd, &key, &since))
 		return;
 	kill(pid, SIGCONT);
 	bpf_map_delete_elem(h->map_fd, &key);
-	ns = ktime_ns() - since;
+	ns = clock__mono_ns() - since;
 	(*counter)++;
 	h->stats.total_ns += ns;
 	if (ns > h->stats.max_ns)
@@ -134,7 +125,7 @@ void hold__release(struct hold *h, pid_t pid)
 void hold__sweep(struct hold *h, uint64_t max_ns)
 {
 	__u32 key, next, late[64];
-	uint64_t now = ktime_ns();
+	uint64_t now = clock__mono_ns();
 	int n = 0;
 	void *prev = NULL;
 

@@ -864,11 +864,15 @@ void sampler__release(struct sampler *s, pid_t pid)
 }
 
 /* See sampler.h. */
-void sampler__hold_sweep(struct sampler *s, uint64_t max_ns, struct hold_stats *out)
+void sampler__hold_sweep(struct sampler *s, uint64_t max_ns)
 {
 	hold__sweep(s->hold, max_ns);
-	if (out)
-		hold__stats(s->hold, out);
+}
+
+/* See sampler.h. */
+void sampler__hold_stats(const struct sampler *s, struct hold_stats *out)
+{
+	hold__stats(s->hold, out);
 }
 
 /* Detaches every program and frees everything; NULL is a no-op. */

@@ -93,8 +93,10 @@ int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take,
  */
 void sampler__release(struct sampler *s, pid_t pid);
 struct hold_stats;
-/* Continues processes held longer than max_ns; fills out (may be NULL) with the counts. */
-void sampler__hold_sweep(struct sampler *s, uint64_t max_ns, struct hold_stats *out);
+/* Continues processes held longer than max_ns (call every poll). */
+void sampler__hold_sweep(struct sampler *s, uint64_t max_ns);
+/* The holds so far (zero when nothing is held: CUDA probes or holding off). */
+void sampler__hold_stats(const struct sampler *s, struct hold_stats *out);
 
 /* Waits up to timeout_ms and consumes all available records; returns count or -errno. */
 int sampler__poll(struct sampler *s, int timeout_ms);

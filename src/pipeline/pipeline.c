@@ -500,8 +500,10 @@ static bool counts_wait_index(struct pipeline *pl, pid_t pid)
 {
 	struct name_check nc = {.pl = pl};
 
-	if (pl->cuda)
-		sampler__cuda_counts(pl->sampler, pid, false, check_one, &nc);
+	/* no index being built: every name is final (and the counts map is not walked twice) */
+	if (!pl->cuda || !symcache__wait(pl->syms, 0))
+		return false;
+	sampler__cuda_counts(pl->sampler, pid, false, check_one, &nc);
 	return nc.pending;
 }
 
@@ -1180,7 +1182,7 @@ int pipeline__poll(struct pipeline *pl, int timeout_ms)
 
 	pl->sink_err = 0;
 	n = sampler__poll(pl->sampler, timeout_ms);
-	sampler__hold_sweep(pl->sampler, PIPELINE_HOLD_MAX_NS, NULL);
+	sampler__hold_sweep(pl->sampler, PIPELINE_HOLD_MAX_NS);
 	if (pl->wait.count && !pl->sink_err)
 		pl->sink_err = retry_parked(pl, 0, 0, false);
 	if (pl->nexited && !pl->sink_err)
@@ -1265,5 +1267,5 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	memtrack__stats(pl->mem, &out->mem);
 	if (pl->cuda)
 		cuda__stats(pl->cuda, &out->cuda);
-	sampler__hold_sweep(pl->sampler, UINT64_MAX, &out->hold);
+	sampler__hold_stats(pl->sampler, &out->hold);
 }

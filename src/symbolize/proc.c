@@ -193,6 +193,15 @@ static void map_set_free(struct proc_cache *pc, struct map_set *ms)
 	free(ms);
 }
 
+/* /proc/PID/maps of pid, opened read-only (-1 with errno). */
+static int open_maps(const struct proc_cache *pc, pid_t pid)
+{
+	char path[320];
+
+	snprintf(path, sizeof(path), "%s/%d/maps", pc->proc_root, (int)pid);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 /*
  * Whether an executable mapping of pid covers addr now: one PROCMAP_QUERY, so that an
  * address in no mapping (a stack or heap word taken for a return address) costs a
@@ -200,13 +209,10 @@ static void map_set_free(struct proc_cache *pc, struct map_set *ms)
  */
 static bool exec_vma_at(struct proc_cache *pc, pid_t pid, uint64_t addr, uint64_t *next)
 {
-	char path[320];
 	bool found;
-	int fd;
+	int fd = open_maps(pc, pid);
 
 	*next = 0;
-	snprintf(path, sizeof(path), "%s/%d/maps", pc->proc_root, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return true;
 	found = proc_maps__exec_at(fd, addr, next);
@@ -244,11 +250,8 @@ static int read_maps(struct proc_cache *pc, pid_t pid, struct map_set **out)
 {
 	struct proc_maps pm = {0};
 	struct map_set *ms = NULL;
-	char path[320];
-	int fd, err;
+	int fd = open_maps(pc, pid), err;
 
-	snprintf(path, sizeof(path), "%s/%d/maps", pc->proc_root, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	err = proc_maps__read(fd, &pc->no_query, &pm);
