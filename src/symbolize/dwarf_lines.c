@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "symbolize/dwarf_lines.h"
+#include "symbolize/elf.h"
 #include "util/hash.h"
 #include "util/lru.h"
 
@@ -264,11 +265,13 @@ done:
  * ENOENT (no usable lines: remembered) or ENOMEM.
  */
 static struct dl_file *file_open(struct dwarf_lines *dl, uint64_t key, const char *path,
-				 const struct dl_file_id *id)
+				 const struct elf_identity *id)
 {
 	struct dl_file *f;
+	struct elf_identity now;
 	struct stat st;
 	uint64_t bytes;
+	bool ok;
 	int err;
 
 	while (dl->stats.files_open >= dl->cfg.max_open && dl->files.tail)
@@ -285,11 +288,12 @@ static struct dl_file *file_open(struct dwarf_lines *dl, uint64_t key, const cha
 		pr_debug("cannot open %s: %s", path, strerror(errno));
 		goto bad;
 	}
-	if (fstat(f->fd, &st) || !S_ISREG(st.st_mode) ||
-	    (id && ((uint64_t)st.st_dev != id->dev || (uint64_t)st.st_ino != id->ino ||
-		    (uint64_t)st.st_size != id->size ||
-		    (uint64_t)st.st_ctim.tv_sec * 1000000000ull + (uint64_t)st.st_ctim.tv_nsec !=
-			    id->ctime_ns))) {
+	ok = !fstat(f->fd, &st) && S_ISREG(st.st_mode);
+	if (ok && id) {
+		now = elf_identity__from_stat(&st);
+		ok = elf_identity__equal(&now, id);
+	}
+	if (!ok) {
 		pr_debug("%s: not the file that was mapped (replaced?): no source lines", path);
 		goto bad;
 	}
@@ -334,7 +338,7 @@ bad:
 }
 
 static struct dl_file *file_get(struct dwarf_lines *dl, uint64_t key, const char *path,
-				const struct dl_file_id *id)
+				const struct elf_identity *id)
 {
 	struct lru_node *n;
 
@@ -443,7 +447,7 @@ static void resolve(struct dl_file *f, uint64_t vaddr, const char **file, uint32
 
 /* See dwarf_lines.h. */
 int dwarf_lines__lookup(struct dwarf_lines *dl, uint64_t file_key, const char *path,
-			const struct dl_file_id *id, uint64_t vaddr, struct src_line *out)
+			const struct elf_identity *id, uint64_t vaddr, struct src_line *out)
 {
 	uint32_t b = bucket_of(file_key, vaddr), line, start_line;
 	struct dl_entry *e;

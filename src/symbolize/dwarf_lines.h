@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct elf_identity;
+
 #define DL_DEFAULT_MAX_BYTES (8u << 20) /* result cache bound when none is given */
 
 struct dwarf_lines;
@@ -40,11 +42,6 @@ struct dwarf_lines_stats {
 struct dwarf_lines *dwarf_lines__new(const struct dwarf_lines_config *cfg);
 void dwarf_lines__free(struct dwarf_lines *dl);
 
-/* The identity of a file as it was checked when first opened (see elf.h's elf_identity). */
-struct dl_file_id {
-	uint64_t dev, ino, size, ctime_ns;
-};
-
 /*
  * Looks up vaddr (an ELF virtual address) in the DWARF of the file at path. The file opened
  * there is used only when it is a regular file with identity *id (when id is given): a path
@@ -55,7 +52,7 @@ struct dl_file_id {
  * crash. Returns 0 and fills out, -ENOENT when no line information covers vaddr, -ENOMEM.
  */
 int dwarf_lines__lookup(struct dwarf_lines *dl, uint64_t file_key, const char *path,
-			const struct dl_file_id *id, uint64_t vaddr, struct src_line *out);
+			const struct elf_identity *id, uint64_t vaddr, struct src_line *out);
 
 /* Closes the file of file_key if it is open (its owner is gone); cached results age out. */
 void dwarf_lines__forget(struct dwarf_lines *dl, uint64_t file_key);

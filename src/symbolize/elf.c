@@ -25,8 +25,8 @@
 #define ELF_PAGE_SIZE 4096 /* x86-64: the granule the kernel maps segments at */
 
 /*
- * <elf.h> from libc is shadowed by our own "elf.h" on the include path, so the kernel's
- * uapi header provides the structures; a few GNU constants it lacks are defined here.
+ * The kernel's uapi <linux/elf.h> provides the structures (libc's <elf.h> defines the same
+ * types and cannot be included beside it); a few GNU constants it lacks are defined here.
  */
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3

@@ -636,14 +636,12 @@ static void add_line(struct symcache *sc, const struct symtab *t, uint64_t vaddr
 		     struct sym_result *out)
 {
 	struct elf_file *lef = sc->lines ? symindex__lines_file(t->ix) : NULL;
-	struct elf_identity eid;
-	struct dl_file_id id;
+	struct elf_identity id;
 	struct src_line sl;
 
 	/* the path is reopened: only the file that was checked and mapped is read */
-	if (!lef || !elf_file__identity(lef, &eid))
+	if (!lef || !elf_file__identity(lef, &id))
 		return;
-	id = (struct dl_file_id){eid.dev, eid.ino, eid.size, eid.ctime_ns};
 	if (dwarf_lines__lookup(sc->lines, t->gen, elf_file__path(lef), &id, vaddr, &sl) == 0) {
 		out->file = sl.file;
 		out->line = sl.line;
