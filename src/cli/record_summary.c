@@ -142,6 +142,21 @@ static int cmp_kcount(const void *a, const void *b)
 	return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->name, y->name);
 }
 
+/* Processes stopped at a CUDA/NCCL library mmap until its probes were attached. */
+static void print_holds(const struct hold_stats *h)
+{
+	uint64_t n = h->held + h->overdue;
+
+	if (!n)
+		return;
+	fprintf(stderr,
+		"mlprof: cuda: %llu holds at a CUDA/NCCL library mmap (the process stopped until "
+		"the library's probes were attached; %.1f ms on average, longest %.1f ms%s)\n",
+		(unsigned long long)n, (double)h->total_ns / 1e6 / (double)n,
+		(double)h->max_ns / 1e6,
+		h->overdue ? "; some continued at the 2 s deadline, unprobed" : "");
+}
+
 /* CUDA/NCCL lines: exact call counts from BPF, the top kernels, what the profiles hold. */
 static void print_cuda(struct profile *const *prof, const struct pipeline_stats *ps,
 		       struct pipeline *pl, const struct calib_stats *calib)
@@ -154,6 +169,7 @@ static void print_cuda(struct profile *const *prof, const struct pipeline_stats 
 		if (ps->cuda.libs_attached || ps->cuda.libs_detached)
 			fprintf(stderr,
 				"mlprof: cuda: CUDA/NCCL libraries probed, no calls seen\n");
+		print_holds(&ps->hold);
 		free(cs.k);
 		return;
 	}
@@ -183,15 +199,7 @@ static void print_cuda(struct profile *const *prof, const struct pipeline_stats 
 	for (size_t i = 0; i < cs.n; i++)
 		free(cs.k[i].name);
 	free(cs.k);
-	if (ps->hold.held || ps->hold.overdue)
-		fprintf(stderr,
-			"mlprof: cuda: %llu processes held at a CUDA/NCCL library mmap until its "
-			"probes were attached (%.1f ms on average, longest %.1f ms%s)\n",
-			(unsigned long long)(ps->hold.held + ps->hold.overdue),
-			(double)ps->hold.total_ns / 1e6 /
-				(double)(ps->hold.held + ps->hold.overdue),
-			(double)ps->hold.max_ns / 1e6,
-			ps->hold.overdue ? "; some continued at the 2 s deadline, unprobed" : "");
+	print_holds(&ps->hold);
 	if (calib && (calib[MLPROF_SK_CUDA_LAUNCH].groups || calib[MLPROF_SK_CUDA_LAUNCH].added)) {
 		const struct calib_stats *c = &calib[MLPROF_SK_CUDA_LAUNCH];
 

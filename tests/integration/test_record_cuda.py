@@ -823,10 +823,10 @@ class ShortLived(unittest.TestCase):
 
 
 def held_line(stderr):
-    """(processes held, longest ms) from the summary, None without the line."""
-    m = re.search(r"^mlprof: cuda: (\d+) processes held at a CUDA/NCCL library mmap until "
-                  r"its probes were attached \([0-9.]+ ms on average, longest ([0-9.]+) ms",
-                  stderr, re.M)
+    """(holds, longest ms) from the summary, None without the line."""
+    m = re.search(r"^mlprof: cuda: (\d+) holds at a CUDA/NCCL library mmap \(the process "
+                  r"stopped until the library's probes were attached; [0-9.]+ ms on average, "
+                  r"longest ([0-9.]+) ms", stderr, re.M)
     return (int(m.group(1)), float(m.group(2))) if m else None
 
 
