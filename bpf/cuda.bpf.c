@@ -19,6 +19,16 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #include <mlprof/cuda.h>
 
+/* A stack capture of a CUDA event (see rec_capture), counted. */
+static __always_inline int capture(struct pt_regs *ctx, __u32 kind, __u64 value, __u64 aux0,
+				   __u64 aux1)
+{
+	if (!rec_capture(ctx, kind, value, aux0, aux1))
+		return 0;
+	stat_inc(MLPROF_STAT_CUDA_CAPTURED);
+	return 1;
+}
+
 /* --- rodata knobs --- */
 
 /* Stack captures of sampled CUDA events per CPU per 100 ms. */
@@ -96,41 +106,6 @@ static __always_inline void count_event(__u32 pid, __u32 kind, __u64 what)
 		__sync_fetch_and_add(v, 1);
 	else
 		bpf_map_update_elem(&cuda_counts, &key, &one, BPF_NOEXIST);
-}
-
-/* capture() kind flag: aux0 is the sequence of an end record that follows */
-#define CAPTURE_HAS_END 0x80000000u
-
-/*
- * Captures the calling thread's stack as a sample of kind (ctx: the uprobe's registers).
- * A global function: the verifier checks it once, not once per probe program (loading the
- * object is then several times faster).
- */
-__noinline int capture(struct pt_regs *ctx, __u32 kind, __u64 value, __u64 aux0, __u64 aux1)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct mlprof_sample *rec;
-
-	if (!ctx)
-		return 0;
-	rec = rec_begin(kind & ~CAPTURE_HAS_END, id >> 32, (__u32)id, value);
-	if (!rec)
-		return 0;
-	rec->aux[0] = aux0;
-	rec->aux[1] = aux1;
-	if (kind & CAPTURE_HAS_END)
-		rec->flags |= MLPROF_SF_HAS_END;
-	rec_submit(rec, rec_user(rec, (const struct x86_regs *)ctx), id >> 32);
-	stat_inc(MLPROF_STAT_CUDA_CAPTURED);
-	return 1;
-}
-
-/* The usual prologue: the process is profiled; returns its tgid or 0. */
-static __always_inline __u32 wanted(void)
-{
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-
-	return pid_wanted(tgid) ? tgid : 0;
 }
 
 static __always_inline __u32 sampled_at(__u64 jiffies)
@@ -244,24 +219,6 @@ static __always_inline void memcpy_call(struct pt_regs *ctx, __u64 count, __u32 
 		capture(ctx, MLPROF_SK_CUDA_MEMCPY, count * w / WEIGHT_ONE, 0, kind);
 }
 
-static __always_inline void send_end(__u32 tgid, __u32 tid, __u64 seq, __u64 value, __u64 aux)
-{
-	struct mlprof_sample_end *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
-
-	if (!e) {
-		stat_inc(MLPROF_STAT_CUDA_LOST);
-		return;
-	}
-	e->type = MLPROF_EV_SAMPLE_END;
-	e->pid = tgid;
-	e->tid = tid;
-	e->pad = 0;
-	e->seq = seq;
-	e->value = value;
-	e->aux = aux;
-	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
-}
-
 /* True when a runtime call of this family is in flight on the thread (see inflight_kind). */
 static __always_inline bool inside_runtime(__u32 tid, __u32 rt_kind)
 {
@@ -302,8 +259,9 @@ static __always_inline void sync_exit(__u32 kind)
 	if (!in)
 		return;
 	if (in->seq)
-		send_end(id >> 32, (__u32)id, in->seq,
-			 (now - in->start_ns) * in->weight / WEIGHT_ONE, 0);
+		rec_send_end(id >> 32, (__u32)id, in->seq,
+			     (now - in->start_ns) * in->weight / WEIGHT_ONE, 0,
+			     MLPROF_STAT_CUDA_LOST);
 	bpf_map_delete_elem(&cuda_inflight, &key);
 }
 
@@ -337,7 +295,8 @@ static __always_inline void alloc_exit(long ret, __u32 kind)
 		return;
 	if (ret == 0 && in->out && bpf_probe_read_user(&ptr, sizeof(ptr), (const void *)in->out))
 		ptr = 0;
-	send_end(id >> 32, (__u32)id, in->seq, ret == 0 && ptr ? in->arg : 0, ptr);
+	rec_send_end(id >> 32, (__u32)id, in->seq, ret == 0 && ptr ? in->arg : 0, ptr,
+		     MLPROF_STAT_CUDA_LOST);
 	bpf_map_delete_elem(&cuda_inflight, &key);
 }
 
@@ -346,7 +305,7 @@ static __always_inline void alloc_exit(long ret, __u32 kind)
 static __always_inline void free_call(__u64 ptr, __u32 kind)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct mlprof_cuda_free *e;
+	struct mlprof_free *e;
 	__u32 tgid = wanted();
 
 	if (!tgid)

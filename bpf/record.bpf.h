@@ -125,4 +125,61 @@ static __always_inline void rec_submit(struct mlprof_sample *rec, __u64 payload,
 		stat_inc(MLPROF_STAT_SAMPLES);
 }
 
+/* The usual prologue of event programs: the process is profiled; returns its tgid or 0. */
+static __always_inline __u32 wanted(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return pid_wanted(tgid) ? tgid : 0;
+}
+
+/* rec_capture() kind flag: aux0 is the sequence of an end record that follows */
+#define CAPTURE_HAS_END 0x80000000u
+
+/*
+ * Captures the calling thread's stack as a sample of kind (ctx: a uprobe's registers).
+ * A global function: the verifier checks it once, not once per probe program (loading an
+ * object is then several times faster). Returns 1 when a record was begun.
+ */
+__noinline int rec_capture(struct pt_regs *ctx, __u32 kind, __u64 value, __u64 aux0, __u64 aux1)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct mlprof_sample *rec;
+
+	if (!ctx)
+		return 0;
+	rec = rec_begin(kind & ~CAPTURE_HAS_END, id >> 32, (__u32)id, value);
+	if (!rec)
+		return 0;
+	rec->aux[0] = aux0;
+	rec->aux[1] = aux1;
+	if (kind & CAPTURE_HAS_END)
+		rec->flags |= MLPROF_SF_HAS_END;
+	rec_submit(rec, rec_user(rec, (const struct x86_regs *)ctx), id >> 32);
+	return 1;
+}
+
+/*
+ * The end of a captured interval or allocation (struct mlprof_sample_end); lost_stat is
+ * counted when the ring buffer has no room.
+ */
+static __always_inline void rec_send_end(__u32 tgid, __u32 tid, __u64 seq, __u64 value, __u64 aux,
+					 __u32 lost_stat)
+{
+	struct mlprof_sample_end *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(lost_stat);
+		return;
+	}
+	e->type = MLPROF_EV_SAMPLE_END;
+	e->pid = tgid;
+	e->tid = tid;
+	e->pad = 0;
+	e->seq = seq;
+	e->value = value;
+	e->aux = aux;
+	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
+}
+
 #endif /* MLPROF_RECORD_BPF_H */

@@ -78,12 +78,4 @@ struct mlprof_cuda_name {
 	__u8 name[MLPROF_CUDA_NAME_MAX];
 };
 
-/* Device memory given back (cudaFree, cudaFreeAsync, cuMemFree_v2). */
-struct mlprof_cuda_free {
-	__u32 type; /* MLPROF_EV_CUDA_FREE */
-	__u32 pid;
-	__u64 ptr;
-	__u64 time_ns;
-};
-
 #endif /* MLPROF_SHARED_CUDA_H */

@@ -32,9 +32,10 @@ enum mlprof_event_type {
 	MLPROF_EV_FORK = 4,	   /* struct mlprof_proc_event: new process (ppid = parent tgid) */
 	MLPROF_EV_SAMPLE_END = 5,  /* struct mlprof_sample_end: value for an earlier sample */
 	MLPROF_EV_CUDA_NAME = 6,   /* struct mlprof_cuda_name: a kernel handle's name */
-	MLPROF_EV_CUDA_FREE = 7,   /* struct mlprof_cuda_free: device memory freed */
+	MLPROF_EV_CUDA_FREE = 7,   /* struct mlprof_free: device memory freed */
 	MLPROF_EV_MAP_EXEC = 8,	   /* struct mlprof_proc_event: a file was mapped executable */
 	MLPROF_EV_MEM_RELEASE = 9, /* struct mlprof_mem_release: memory given back */
+	MLPROF_EV_HEAP_FREE = 10,  /* struct mlprof_free: a sampled heap block freed */
 };
 
 /*
@@ -57,6 +58,8 @@ enum mlprof_sample_kind {
 				    * aux[1] = collective | op << 8 | dtype << 16 */
 	MLPROF_SK_MEMORY = 8,	   /* anonymous memory brought in; value = sampling weight
 				    * (bytes), aux[0] = page address */
+	MLPROF_SK_HEAP = 9,	   /* a sampled heap allocation (malloc & co); value via its end
+				    * (bytes, aux = pointer), aux[1] = the requested size */
 	MLPROF_SK__COUNT,
 };
 
@@ -159,6 +162,14 @@ struct mlprof_sample_end {
 	__u64 aux;
 };
 
+/* A tracked allocation given back (cudaFree, cuMemFree_v2; free, realloc of a sampled block). */
+struct mlprof_free {
+	__u32 type; /* MLPROF_EV_CUDA_FREE / MLPROF_EV_HEAP_FREE */
+	__u32 pid;
+	__u64 ptr;
+	__u64 time_ns;
+};
+
 /* Anonymous memory given back to the kernel (munmap, madvise, brk shrinking). */
 struct mlprof_mem_release {
 	__u32 type; /* MLPROF_EV_MEM_RELEASE */
@@ -200,6 +211,9 @@ enum mlprof_bpf_stat {
 	MLPROF_STAT_VMA_LOOKUPS,     /* bpf_find_vma calls by captures (stack, fault address) */
 	MLPROF_STAT_MEM_CAPPED,	     /* memory stacks not captured: per-CPU rate cap reached */
 	MLPROF_STAT_CUDA_HOLDS,	     /* processes stopped at a CUDA/NCCL library mmap (held) */
+	MLPROF_STAT_HEAP_SAMPLED,    /* heap allocations sampled (stack captured) */
+	MLPROF_STAT_HEAP_LIVE_FULL,  /* ... not tracked until their free: the live table was full */
+	MLPROF_STAT_HEAP_LOST,	     /* heap end/free events lost to a full ring buffer */
 	MLPROF_STAT__COUNT,
 };
 

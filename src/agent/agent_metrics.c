@@ -69,6 +69,7 @@ enum {
 	M_PY_LINES_BUDGET,
 	M_MEM_INUSE,
 	M_GPU_INUSE,
+	M_HEAP_INUSE,
 	M_CUDA_LIBS,
 	M_CUDA_HOLDS,
 	M_CUDA_HOLD_MAX,
@@ -160,6 +161,10 @@ static const struct {
 	[M_GPU_INUSE] = {"mlprof_gpu_memory_inuse_bytes", METRIC_GAUGE,
 			 "GPU memory allocated and not freed at the end of the last window, by "
 			 "service"},
+	[M_HEAP_INUSE] =
+		{"mlprof_heap_inuse_bytes", METRIC_GAUGE,
+		 "Heap memory (malloc & co) allocated and not freed at the end of the last "
+		 "window, by service (sampled estimate; --heap)"},
 	[M_CUDA_LIBS] = {"mlprof_cuda_libraries_probed", METRIC_GAUGE,
 			 "CUDA/NCCL library files with uprobes attached"},
 	[M_CUDA_HOLDS] = {"mlprof_cuda_holds_total", METRIC_COUNTER,
@@ -235,7 +240,10 @@ static void collect(struct metrics *m, void *ctx)
 	memcpy(inuse, a->inuse_snap, (size_t)n_inuse * sizeof(inuse[0]));
 	pthread_mutex_unlock(&a->snap_lock);
 	for (int i = 0; i < n_inuse; i++)
-		metrics__set(m, id[inuse[i].kind == MLPROF_SK_MEMORY ? M_MEM_INUSE : M_GPU_INUSE],
+		metrics__set(m,
+			     id[inuse[i].kind == MLPROF_SK_MEMORY ? M_MEM_INUSE
+				: inuse[i].kind == MLPROF_SK_HEAP ? M_HEAP_INUSE
+								  : M_GPU_INUSE],
 			     "service_name", inuse[i].service, (double)inuse[i].bytes, 0);
 	metrics__set(m, id[M_CUDA_LIBS], NULL, NULL, (double)ps.cuda.libs_attached, 0);
 	metrics__set(m, id[M_CUDA_HOLDS], "outcome", "attached", (double)ps.hold.held, 0);

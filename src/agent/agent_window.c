@@ -168,7 +168,7 @@ static void note_inuse(struct agent *a, const struct series *s)
 		snprintf(e->service, sizeof(e->service), "%s", svc);
 		e->kind = (int)s->kind->kind;
 	}
-	e->bytes = profile__total(s->prof, 1);
+	e->bytes = profile__total(s->prof, s->kind->n_values - 1); /* inuse_space: the last */
 }
 
 /* Encodes and submits every series of a window, then empties it for window idx next. */

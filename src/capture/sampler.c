@@ -7,6 +7,7 @@
 #include "capture/hold.h"
 #include "capture/privilege.h"
 #include "capture/sampler.h"
+#include "capture/sampler_share.h"
 #include "capture/tracefs.h"
 #include "capture/uprobe_link.h"
 
@@ -128,6 +129,12 @@ const char *sampler__stat_name(enum mlprof_bpf_stat stat)
 		return "offcpu_short";
 	case MLPROF_STAT_OFFCPU_END_LOST:
 		return "offcpu_end_lost";
+	case MLPROF_STAT_HEAP_SAMPLED:
+		return "heap_sampled";
+	case MLPROF_STAT_HEAP_LIVE_FULL:
+		return "heap_live_full";
+	case MLPROF_STAT_HEAP_LOST:
+		return "heap_lost";
 	case MLPROF_STAT_CUDA_EVENTS:
 		return "cuda_events";
 	case MLPROF_STAT_CUDA_CAPTURED:
@@ -337,15 +344,11 @@ static int rb_adapter(void *ctx, void *data, size_t size)
 	return s->cb(s->cb_ctx, data, size);
 }
 
-/*
- * Every extra BPF object shares the cpu object's capture state: its ring buffer, pid
- * filter, Python walker maps, thread stack mappings and counters (its scratch record stays
- * its own: programs of different objects may nest on a CPU). Returns 0 or -errno (logged).
- */
-static int share_maps(struct sampler *s, const char *what, struct bpf_map *scratch,
-		      struct bpf_map *rb, struct bpf_map *pids, struct bpf_map *pids_gen,
-		      struct bpf_map *py_procs, struct bpf_map *stats, struct bpf_map *py_known,
-		      struct bpf_map *stack_vmas)
+/* See sampler_share.h. */
+int sampler__share_maps(struct sampler *s, const char *what, struct bpf_map *scratch,
+			struct bpf_map *rb, struct bpf_map *pids, struct bpf_map *pids_gen,
+			struct bpf_map *py_procs, struct bpf_map *stats, struct bpf_map *py_known,
+			struct bpf_map *stack_vmas)
 {
 	int err = bpf_map__set_max_entries(scratch, s->ncpus);
 
@@ -368,24 +371,18 @@ static int share_maps(struct sampler *s, const char *what, struct bpf_map *scrat
 	return err;
 }
 
-/* The capture knobs (capture.bpf.h) of skeleton o, set like the cpu object's. */
-#define copy_capture_knobs(s, o)                                                                   \
-	do {                                                                                       \
-		(o)->rodata->filter_mode = (s)->skel->rodata->filter_mode;                         \
-		(o)->rodata->follow_children = (s)->skel->rodata->follow_children;                 \
-		(o)->rodata->skip_idle = (s)->skel->rodata->skip_idle;                             \
-		(o)->rodata->self_pid = (s)->skel->rodata->self_pid;                               \
-		(o)->rodata->ustack_bytes = (s)->skel->rodata->ustack_bytes;                       \
-		(o)->rodata->wakeup_bytes = (s)->skel->rodata->wakeup_bytes;                       \
-	} while (0)
+/* See sampler_share.h. */
+void sampler__knobs(const struct sampler *s, struct sampler_knobs *out)
+{
+	out->filter_mode = s->skel->rodata->filter_mode;
+	out->follow_children = s->skel->rodata->follow_children;
+	out->skip_idle = s->skel->rodata->skip_idle;
+	out->self_pid = s->skel->rodata->self_pid;
+	out->ustack_bytes = s->skel->rodata->ustack_bytes;
+	out->wakeup_bytes = s->skel->rodata->wakeup_bytes;
+}
 
-#define share_capture(s, o, what)                                                                  \
-	({                                                                                         \
-		copy_capture_knobs(s, o);                                                          \
-		share_maps(s, what, (o)->maps.scratch, (o)->maps.rb, (o)->maps.pids,               \
-			   (o)->maps.pids_gen, (o)->maps.py_procs, (o)->maps.stats,                \
-			   (o)->maps.py_known, (o)->maps.stack_vmas);                              \
-	})
+#define share_capture(s, o, what) sampler_share_capture(s, o, what)
 
 /*
  * Loads and attaches the off-CPU object, sharing the cpu object's ring buffer, pid filter,
@@ -632,7 +629,7 @@ struct uprobe_link *sampler__attach_probes(struct sampler *s, const char *path,
 		t[i].ret = probe_has_return(probes[i].probe);
 	}
 	l = uprobe_link__attach(s->cuda->progs.cuda_entry, s->cuda->progs.cuda_return,
-				s->cuda_multi, path, t, n);
+				s->cuda_multi, path, t, n, 0);
 	err = errno;
 	free(t);
 	errno = err;

@@ -22,8 +22,9 @@
  * headers predate: enum bpf_attach_type's BPF_TRACE_UPROBE_MULTI, the return flag, and
  * union bpf_attr's link_create layout for it.
  */
-#define ATTACH_UPROBE_MULTI 48
-#define UPROBE_MULTI_RETURN 1u
+#define ATTACH_UPROBE_MULTI   48
+#define ATTACH_UPROBE_SESSION 57 /* Linux 6.13 */
+#define UPROBE_MULTI_RETURN   1u
 
 struct link_create_uprobe_multi {
 	uint32_t prog_fd;
@@ -64,6 +65,44 @@ bool uprobe_link__multi_supported(void)
 	return ok;
 }
 
+/* True when vmlinux's enum bpf_attach_type has name. */
+static bool btf_has_attach_type(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool found = false;
+	int id;
+
+	if (!btf)
+		return false;
+	id = btf__find_by_name_kind(btf, "bpf_attach_type", BTF_KIND_ENUM);
+	if (id > 0) {
+		const struct btf_type *t = btf__type_by_id(btf, (__u32)id);
+		const struct btf_enum *e = btf_enum(t);
+
+		for (int i = 0; i < btf_vlen(t) && !found; i++)
+			found = strcmp(btf__name_by_offset(btf, e[i].name_off), name) == 0;
+	}
+	btf__free(btf);
+	return found;
+}
+
+/* See uprobe_link.h. */
+bool uprobe_link__session_supported(void)
+{
+	const char *force = getenv("MLPROF_TEST_NO_UPROBE_SESSION");
+
+	if (force && strcmp(force, "1") == 0)
+		return false;
+	return uprobe_link__multi_supported() && btf_has_attach_type("BPF_TRACE_UPROBE_SESSION");
+}
+
+/* See uprobe_link.h. */
+int uprobe_link__prepare_session(struct bpf_program *prog)
+{
+	return bpf_program__set_expected_attach_type(prog,
+						     (enum bpf_attach_type)ATTACH_UPROBE_SESSION);
+}
+
 /* See uprobe_link.h. */
 int uprobe_link__prepare(struct bpf_program *prog)
 {
@@ -71,21 +110,25 @@ int uprobe_link__prepare(struct bpf_program *prog)
 						     (enum bpf_attach_type)ATTACH_UPROBE_MULTI);
 }
 
-/* One uprobe_multi link of prog over the n offsets (cookies alike). fd or -errno. */
+/*
+ * One uprobe_multi link (or session: attach_type) of prog over the n offsets (cookies
+ * alike), for process pid only when pid > 0. fd or -errno.
+ */
 static int multi_create(struct bpf_program *prog, const char *path, const uint64_t *offs,
-			const uint64_t *cookies, int n, bool ret)
+			const uint64_t *cookies, int n, bool ret, uint32_t attach_type, pid_t pid)
 {
 	struct link_create_uprobe_multi a;
 	int fd;
 
 	memset(&a, 0, sizeof(a));
 	a.prog_fd = (uint32_t)bpf_program__fd(prog);
-	a.attach_type = ATTACH_UPROBE_MULTI;
+	a.attach_type = attach_type;
 	a.path = (uint64_t)(uintptr_t)path;
 	a.offsets = (uint64_t)(uintptr_t)offs;
 	a.cookies = (uint64_t)(uintptr_t)cookies;
 	a.cnt = (uint32_t)n;
 	a.multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
+	a.pid = pid > 0 ? (uint32_t)pid : 0;
 	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 	if (fd < 0)
 		return -errno;
@@ -106,7 +149,7 @@ static void link_free(struct uprobe_link *l)
 
 /* Fills l with uprobe_multi links: entry over every target, ret over those with .ret. */
 static int attach_multi(struct uprobe_link *l, struct bpf_program *entry, struct bpf_program *ret,
-			const char *path, const struct uprobe_target *t, int n)
+			const char *path, const struct uprobe_target *t, int n, pid_t pid)
 {
 	uint64_t *offs = calloc((size_t)n * 2, sizeof(*offs));
 	uint64_t *cookies = offs + n;
@@ -129,7 +172,8 @@ static int attach_multi(struct uprobe_link *l, struct bpf_program *entry, struct
 			err = -EINVAL;
 			break;
 		}
-		l->fds[pass] = multi_create(pass ? ret : entry, path, offs, cookies, k, pass);
+		l->fds[pass] = multi_create(pass ? ret : entry, path, offs, cookies, k, pass,
+					    ATTACH_UPROBE_MULTI, pid);
 		if (l->fds[pass] < 0) {
 			err = l->fds[pass];
 			l->fds[pass] = -1;
@@ -141,13 +185,14 @@ static int attach_multi(struct uprobe_link *l, struct bpf_program *entry, struct
 
 /* Fills l with one perf-event link per offset (kernels without uprobe_multi). */
 static int attach_each(struct uprobe_link *l, struct bpf_program *entry, struct bpf_program *ret,
-		       const char *path, const struct uprobe_target *t, int n)
+		       const char *path, const struct uprobe_target *t, int n, pid_t pid)
 {
 	for (int i = 0; i < n; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = t[i].cookie);
 		struct bpf_link *bl;
 
-		bl = bpf_program__attach_uprobe_opts(entry, -1, path, (size_t)t[i].off, &opts);
+		bl = bpf_program__attach_uprobe_opts(entry, pid > 0 ? pid : -1, path,
+						     (size_t)t[i].off, &opts);
 		if (!bl)
 			return -errno;
 		l->links[l->nlinks++] = bl;
@@ -156,7 +201,8 @@ static int attach_each(struct uprobe_link *l, struct bpf_program *entry, struct 
 		if (!ret)
 			return -EINVAL;
 		opts.retprobe = true;
-		bl = bpf_program__attach_uprobe_opts(ret, -1, path, (size_t)t[i].off, &opts);
+		bl = bpf_program__attach_uprobe_opts(ret, pid > 0 ? pid : -1, path,
+						     (size_t)t[i].off, &opts);
 		if (!bl)
 			return -errno;
 		l->links[l->nlinks++] = bl;
@@ -167,7 +213,7 @@ static int attach_each(struct uprobe_link *l, struct bpf_program *entry, struct 
 /* See uprobe_link.h. */
 struct uprobe_link *uprobe_link__attach(struct bpf_program *entry, struct bpf_program *ret,
 					bool multi, const char *path,
-					const struct uprobe_target *targets, int n)
+					const struct uprobe_target *targets, int n, pid_t pid)
 {
 	struct uprobe_link *l;
 	int err;
@@ -180,11 +226,47 @@ struct uprobe_link *uprobe_link__attach(struct bpf_program *entry, struct bpf_pr
 	if (!l)
 		return NULL;
 	l->fds[0] = l->fds[1] = -1;
-	err = multi ? attach_multi(l, entry, ret, path, targets, n)
-		    : attach_each(l, entry, ret, path, targets, n);
+	err = multi ? attach_multi(l, entry, ret, path, targets, n, pid)
+		    : attach_each(l, entry, ret, path, targets, n, pid);
 	if (err) {
 		link_free(l);
 		errno = -err;
+		return NULL;
+	}
+	return l;
+}
+
+/* See uprobe_link.h. */
+struct uprobe_link *uprobe_link__attach_session(struct bpf_program *prog, const char *path,
+						const struct uprobe_target *targets, int n,
+						pid_t pid)
+{
+	uint64_t *offs, *cookies;
+	struct uprobe_link *l;
+
+	if (!prog || !path || !targets || n <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
+	offs = calloc((size_t)n * 2, sizeof(*offs));
+	if (!l || !offs) {
+		free(l);
+		free(offs);
+		errno = ENOMEM;
+		return NULL;
+	}
+	cookies = offs + n;
+	for (int i = 0; i < n; i++) {
+		offs[i] = targets[i].off;
+		cookies[i] = targets[i].cookie;
+	}
+	l->fds[1] = -1;
+	l->fds[0] = multi_create(prog, path, offs, cookies, n, false, ATTACH_UPROBE_SESSION, pid);
+	free(offs);
+	if (l->fds[0] < 0) {
+		errno = -l->fds[0];
+		free(l);
 		return NULL;
 	}
 	return l;

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct bpf_program;
 struct uprobe_link;
@@ -31,15 +32,31 @@ bool uprobe_link__multi_supported(void);
 int uprobe_link__prepare(struct bpf_program *prog);
 
 /*
+ * Whether this kernel has uprobe sessions (Linux 6.13): one program at entry and return,
+ * whose entry run decides (returning 1) that the return is not probed. Programs that use
+ * them must be loaded with uprobe_link__prepare_session first.
+ * MLPROF_TEST_NO_UPROBE_SESSION=1 says no, so that tests cover the entry+return fallback.
+ */
+bool uprobe_link__session_supported(void);
+int uprobe_link__prepare_session(struct bpf_program *prog);
+
+/*
  * Attaches entry at every target's offset of the ELF file at path, and ret (a return
  * program, may be NULL when no target wants it) at those with .ret, for every process
- * (the programs filter by pid). multi: the programs were prepared for uprobe_multi links.
+ * (the programs filter by pid) or, when pid > 0, for that process only (the kernel then
+ * places no breakpoint in other processes). multi: the programs were prepared for
+ * uprobe_multi links.
  * All or nothing: returns the link set (released with uprobe_link__release) or NULL with
  * errno set.
  */
 struct uprobe_link *uprobe_link__attach(struct bpf_program *entry, struct bpf_program *ret,
 					bool multi, const char *path,
-					const struct uprobe_target *targets, int n);
+					const struct uprobe_target *targets, int n, pid_t pid);
+
+/* The same with one session program (uprobe_link__prepare_session) at every target. */
+struct uprobe_link *uprobe_link__attach_session(struct bpf_program *prog, const char *path,
+						const struct uprobe_target *targets, int n,
+						pid_t pid);
 
 /*
  * Detaches and frees l (NULL is ignored) on a detached thread of its own: each uprobe's

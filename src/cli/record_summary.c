@@ -323,6 +323,30 @@ static void print_fp_fallback(const struct pipeline_stats *ps)
 		(unsigned long long)u->fp_failed[UNWIND_FP_FAIL_OUTSIDE_STACK]);
 }
 
+/* The heap profile: what was sampled, allocated and is still in use, and what was lost. */
+static void print_heap(const struct pipeline_stats *ps, const struct profile *h)
+{
+	fprintf(stderr,
+		"mlprof: heap: %llu allocations sampled (one per %llu KiB allocated on average, "
+		"%s), standing for %.1f MiB in %lld objects; %.1f MiB in %lld objects still in "
+		"use at the end or at process exit; %llu frees of sampled blocks\n",
+		(unsigned long long)ps->heap_allocs,
+		(unsigned long long)(ps->heap.sample_bytes >> 10), ps->heap.mode,
+		h ? (double)profile__total(h, 1) / 1048576.0 : 0.0,
+		h ? (long long)profile__total(h, 0) : 0LL,
+		h ? (double)profile__total(h, 3) / 1048576.0 : 0.0,
+		h ? (long long)profile__total(h, 2) : 0LL, (unsigned long long)ps->heap_frees);
+	fprintf(stderr,
+		"mlprof: heap: allocator probed in %llu processes (%llu without an allocator, %llu "
+		"failed, %llu over the process bound); %llu sampled blocks untracked (live table "
+		"full), %llu ends or frees lost (ring buffer full)\n",
+		(unsigned long long)ps->heap.procs_total, (unsigned long long)ps->heap.no_allocator,
+		(unsigned long long)ps->heap.attach_failed,
+		(unsigned long long)ps->heap.procs_limit,
+		(unsigned long long)ps->bpf[MLPROF_STAT_HEAP_LIVE_FULL],
+		(unsigned long long)ps->bpf[MLPROF_STAT_HEAP_LOST]);
+}
+
 /* See record_summary.h. */
 void record_summary__print(const struct record_summary *rs)
 {
@@ -397,6 +421,8 @@ void record_summary__print(const struct record_summary *rs)
 				100.0 * (double)ps.mem_duty.on_ns / (double)ps.mem_duty.total_ns,
 				ps.mem_duty.fault_rate);
 	}
+	if (ps.heap_on)
+		print_heap(&ps, prof[MLPROF_SK_HEAP]);
 	for (int k = 0; k < MLPROF_SK__COUNT; k++)
 		if (prof[k] && profile__dropped(prof[k]))
 			fprintf(stderr,

@@ -56,6 +56,7 @@ static uint64_t stack_hash(uint32_t kind, const struct unwound *u)
 	uint64_t h = mix(kind, s->pid);
 
 	h = mix(h, s->tid);
+	h = mix(h, s->aux[1]); /* heap and device allocations: the size asked for */
 	h = mix(h, (uint64_t)u->nu << 32 | s->kstack_len);
 	h = mix(h, (uint64_t)u->end << 1 | u->have_proc);
 	for (int i = 0; i < u->nu; i++)
@@ -75,9 +76,9 @@ static bool stack_equal(const struct mt_stack *a, uint32_t kind, const struct un
 	uint32_t np = u->py ? y->py_nframes : 0;
 	uint32_t anp = a->u.py ? x->py_nframes : 0;
 
-	return a->kind == kind && x->pid == y->pid && x->tid == y->tid && a->u.nu == u->nu &&
-	       a->u.end == u->end && x->kstack_len == y->kstack_len && anp == np &&
-	       !memcmp(a->u.pcs, u->pcs, (size_t)u->nu * sizeof(uint64_t)) &&
+	return a->kind == kind && x->pid == y->pid && x->tid == y->tid && x->aux[1] == y->aux[1] &&
+	       a->u.nu == u->nu && a->u.end == u->end && x->kstack_len == y->kstack_len &&
+	       anp == np && !memcmp(a->u.pcs, u->pcs, (size_t)u->nu * sizeof(uint64_t)) &&
 	       !memcmp(x->kstack, y->kstack, x->kstack_len * sizeof(uint64_t)) &&
 	       (!np || !memcmp(a->u.py, u->py, np * sizeof(*u->py)));
 }

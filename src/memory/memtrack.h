@@ -28,9 +28,10 @@ void memtrack__free(struct memtrack *mt);
 
 /*
  * Records that [addr, addr + size) of process u->hdr.pid is in use, brought in by the stack
- * u (copied, or shared with an equal one). kind groups entries (one in-use view per kind).
- * An entry at the same address replaces the old one. Returns 0, -ENOSPC (bound, counted)
- * or -ENOMEM.
+ * u (copied, or shared with an equal one: same frames, thread and aux[1], the size an
+ * allocation asked for, so that a stack's in-use bytes stay one size's). kind groups entries (one
+ * in-use view per kind). An entry at the same address replaces the old one. Returns 0, -ENOSPC
+ * (bound, counted) or -ENOMEM.
  */
 int memtrack__add(struct memtrack *mt, uint32_t kind, uint64_t addr, int64_t size,
 		  const struct unwound *u);

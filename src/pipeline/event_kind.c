@@ -73,6 +73,23 @@ static void alloc_values(const struct sample_info *info, int64_t *out)
 	out[1] = info->inuse ? info->value : 0;
 }
 
+/*
+ * Heap: objects and bytes allocated in the window, or (snapshot) still in use at its end.
+ * value: weighted bytes; aux1: the size asked for, so objects = bytes / size.
+ */
+static void heap_values(const struct sample_info *info, int64_t *out)
+{
+	int64_t objects =
+		info->aux1 ? (info->value + (int64_t)info->aux1 / 2) / (int64_t)info->aux1 : 0;
+
+	if (info->value && !objects)
+		objects = 1;
+	out[0] = info->inuse ? 0 : objects;
+	out[1] = info->inuse ? 0 : info->value;
+	out[2] = info->inuse ? objects : 0;
+	out[3] = info->inuse ? info->value : 0;
+}
+
 static const struct event_kind kinds[MLPROF_SK__COUNT] = {
 	[MLPROF_SK_CPU] =
 		{
@@ -173,6 +190,22 @@ static const struct event_kind kinds[MLPROF_SK__COUNT] = {
 			.period_type = {"space", "bytes"},
 			.memory = true,
 			.compute = alloc_values,
+		},
+	[MLPROF_SK_HEAP] =
+		{
+			.kind = MLPROF_SK_HEAP,
+			.name = "heap",
+			.series_name = "memory_heap",
+			.title = "heap memory by allocation site (malloc & co, sampled by bytes): "
+				 "allocated, and still in use",
+			.n_values = 4,
+			.values = {{"alloc_objects", "count"},
+				   {"alloc_space", "bytes"},
+				   {"inuse_objects", "count"},
+				   {"inuse_space", "bytes"}},
+			.period_type = {"space", "bytes"},
+			.memory = true,
+			.compute = heap_values,
 		},
 };
 

@@ -24,7 +24,7 @@ struct event_kind {
 	const char *series_name; /* Pyroscope __name__ of its series ("process_cpu", "offcpu") */
 	const char *title;	 /* what a flame graph of it shows */
 	int n_values;
-	struct profile_value_type values[2]; /* pprof sample types */
+	struct profile_value_type values[4]; /* pprof sample types */
 	struct profile_value_type period_type;
 	bool scaled_by_period; /* values[1] = value x period (sampling: period = 1e9 / Hz) */
 	/* memory data (alloc_ and inuse_ types): values are already per window or snapshots, so

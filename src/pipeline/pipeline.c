@@ -101,7 +101,10 @@ struct pipeline {
 	struct pending *pend_head, *pend_tail;
 	size_t pend_bytes, pend_count;
 	uint64_t offcpu_unmatched, offcpu_dropped;
-	struct memtrack *mem; /* memory in use by site (device allocations, growth) */
+	struct memtrack *mem; /* memory in use by site (device allocations, growth, heap) */
+	struct heap *heap;    /* heap probes per process; NULL when heap profiling is off */
+	uint64_t heap_allocs, heap_frees;
+	int64_t heap_alloc_bytes;
 	/* exact CUDA counts of exited processes, named when they exited */
 	struct done_count *done;
 	size_t ndone, capdone;
@@ -263,6 +266,8 @@ static void inspect_proc(struct pipeline *pl, struct proc *p)
 	}
 	if (pl->cuda)
 		cuda__check(pl->cuda, p);
+	if (pl->heap)
+		heap__check(pl->heap, p);
 }
 
 /* Stage 1: the record's user stack to program counters (needs the stack copy). */
@@ -767,6 +772,8 @@ static int snapshot(struct pipeline *pl, uint32_t pid, uint64_t time_ns)
 	err = memtrack__for_each(pl->mem, MLPROF_SK_CUDA_ALLOC, pid, snap_one, &sc);
 	if (!err)
 		err = memtrack__for_each(pl->mem, MLPROF_SK_MEMORY, pid, snap_one, &sc);
+	if (!err)
+		err = memtrack__for_each(pl->mem, MLPROF_SK_HEAP, pid, snap_one, &sc);
 	return err;
 }
 
@@ -794,9 +801,10 @@ static void pending_add(struct pipeline *pl, const struct unwound *u)
 	size_t bytes = sizeof(struct pending) + unwound__data_bytes(u);
 	struct pending *e;
 
-	/* a thread has one open interval: an older one lost its end (ring buffer full) */
+	/* a thread has one open interval per kind: an older one lost its end (ring buffer full;
+	 * kinds nest: cudaMalloc's driver allocating host memory) */
 	for (e = pl->pend_tail; e; e = e->prev) {
-		if (e->u.hdr.tid == u->hdr.tid) {
+		if (e->u.hdr.tid == u->hdr.tid && e->u.hdr.kind == u->hdr.kind) {
 			pending_unlink(pl, e);
 			pl->offcpu_unmatched++;
 			break;
@@ -825,6 +833,27 @@ static void pending_add(struct pipeline *pl, const struct unwound *u)
 	pl->pend_count++;
 }
 
+/*
+ * A sampled heap allocation returned (value: the size asked for, 0 when it failed; aux:
+ * the block, 0 when BPF could not track it): counted at the bytes it stands for, and kept
+ * in the in-use view until its free.
+ */
+static int heap_end(struct pipeline *pl, struct pending *e, const struct mlprof_sample_end *oe)
+{
+	int64_t w = heap__weight(oe->value, pl->heap ? heap__sample_bytes(pl->heap) : 1);
+	int err = 0;
+
+	if (w) {
+		pl->heap_allocs++;
+		pl->heap_alloc_bytes += w;
+		err = emit_stage(pl, &e->u, w, false, 0);
+		if (oe->aux)
+			memtrack__add(pl->mem, MLPROF_SK_HEAP, oe->aux, w, &e->u);
+	}
+	pending_unlink(pl, e);
+	return err;
+}
+
 /* An interval ended: its captured stack gets its value (blocked time, bytes, ...). */
 static int handle_sample_end(struct pipeline *pl, const struct mlprof_sample_end *oe)
 {
@@ -832,12 +861,14 @@ static int handle_sample_end(struct pipeline *pl, const struct mlprof_sample_end
 	int err = 0;
 
 	for (e = pl->pend_tail; e; e = e->prev)
-		if (e->u.hdr.tid == oe->tid)
+		if (e->u.hdr.tid == oe->tid && e->u.hdr.aux[0] == oe->seq)
 			break;
-	if (!e || e->u.hdr.aux[0] != oe->seq) {
+	if (!e) {
 		pl->offcpu_unmatched++;
 		return 0;
 	}
+	if (e->u.hdr.kind == MLPROF_SK_HEAP)
+		return heap_end(pl, e, oe);
 	if (oe->value)
 		err = emit_stage(pl, &e->u, (int64_t)oe->value, false, 0);
 	if (oe->value && oe->aux && e->u.hdr.kind == MLPROF_SK_CUDA_ALLOC)
@@ -930,10 +961,18 @@ static int on_event(void *ctx, const void *data, size_t size)
 			cuda__on_name(pl->cuda, data);
 		break;
 	case MLPROF_EV_CUDA_FREE:
-		if (size >= sizeof(struct mlprof_cuda_free)) {
-			const struct mlprof_cuda_free *cf = data;
+		if (size >= sizeof(struct mlprof_free)) {
+			const struct mlprof_free *cf = data;
 
 			memtrack__free_at(pl->mem, MLPROF_SK_CUDA_ALLOC, cf->pid, cf->ptr);
+		}
+		break;
+	case MLPROF_EV_HEAP_FREE:
+		if (size >= sizeof(struct mlprof_free)) {
+			const struct mlprof_free *hf = data;
+
+			pl->heap_frees++;
+			memtrack__free_at(pl->mem, MLPROF_SK_HEAP, hf->pid, hf->ptr);
 		}
 		break;
 	case MLPROF_EV_EXEC:
@@ -944,6 +983,8 @@ static int on_event(void *ctx, const void *data, size_t size)
 				err = flush_pid(pl, pe->pid) ?: err;
 			/* the old image's memory went with it: nothing of it is in use any more */
 			memtrack__drop_pid(pl->mem, pe->pid);
+			if (pl->heap)
+				heap__on_exec(pl->heap, (pid_t)pe->pid);
 			if (pl->py)
 				python__forget(pl->py, (pid_t)pe->pid);
 			proc_cache__on_exec(pl->procs, (pid_t)pe->pid);
@@ -958,6 +999,8 @@ static int on_event(void *ctx, const void *data, size_t size)
 			/* what it held when it ended is its last in-use view (a leak report) */
 			err = snapshot(pl, pe->pid, pe->time_ns);
 			memtrack__drop_pid(pl->mem, pe->pid);
+			if (pl->heap)
+				heap__forget(pl->heap, (pid_t)pe->pid);
 			/* samples still waiting for an index keep its state until they are out, and
 			 * so do CUDA counts whose kernel names wait for one */
 			if ((has_parked(pl, pe->pid) || counts_wait_index(pl, (pid_t)pe->pid)) &&
@@ -1012,7 +1055,7 @@ uint64_t pipeline__bound_bytes(const struct pipeline_config *cfg)
 		b += cfg->python_cache_bytes ? cfg->python_cache_bytes : PYCODE_DEFAULT_MAX_BYTES;
 	if (cfg->source_lines != PIPELINE_LINES_OFF)
 		b += DL_DEFAULT_MAX_BYTES;
-	if (cfg->offcpu || cfg->cuda.sync || cfg->cuda.memory)
+	if (cfg->offcpu || cfg->cuda.sync || cfg->cuda.memory || cfg->heap)
 		b += PENDING_MAX_BYTES;
 	b += memtrack__bound_bytes(MEM_MAX_ENTRIES, MEM_MAX_STACK_BYTES);
 	return b;
@@ -1105,6 +1148,13 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 		if (cfg->cuda_preload)
 			sampler__cuda_load(pl->sampler);
 	}
+	if (cfg->heap) {
+		pl->heap = heap__new(&cfg->heap_cfg, pl->procs, pl->sampler);
+		if (!pl->heap) {
+			err = -errno;
+			goto cleanup;
+		}
+	}
 	if (cfg->kernel_frames) {
 		pl->ksyms = ksyms__load("/proc/kallsyms");
 		if (!pl->ksyms)
@@ -1129,6 +1179,7 @@ void pipeline__free(struct pipeline *pl)
 {
 	if (!pl)
 		return;
+	heap__free(pl->heap);
 	sampler__free(pl->sampler);
 	symwait__clear(&pl->wait);
 	while (pl->pend_head)
@@ -1265,6 +1316,12 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	out->offcpu_unmatched = pl->offcpu_unmatched;
 	out->offcpu_dropped = pl->offcpu_dropped;
 	memtrack__stats(pl->mem, &out->mem);
+	out->heap_on = pl->heap != NULL;
+	if (pl->heap)
+		heap__stats(pl->heap, &out->heap);
+	out->heap_allocs = pl->heap_allocs;
+	out->heap_alloc_bytes = pl->heap_alloc_bytes;
+	out->heap_frees = pl->heap_frees;
 	if (pl->cuda)
 		cuda__stats(pl->cuda, &out->cuda);
 	sampler__hold_stats(pl->sampler, &out->hold);

@@ -12,6 +12,7 @@
 
 #include "capture/fault_duty.h"
 #include "capture/hold.h"
+#include "memory/heap.h"
 #include "memory/memtrack.h"
 #include "profile/frame.h"
 #include "runtimes/cuda/cuda.h"
@@ -66,6 +67,8 @@ struct pipeline_config {
 	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack (0 = 512 KiB) */
 	uint32_t memory_budget;	      /* memory stack captures per CPU per 100 ms (0 = 50) */
 	uint64_t memory_max_faults;   /* see sampler_config (0: fault programs always attached) */
+	bool heap;		      /* heap allocations by site (MLPROF_SK_HEAP, memory/heap.h) */
+	struct heap_config heap_cfg;
 };
 
 /* What the sink learns about a sample besides its frames. */
@@ -120,6 +123,11 @@ struct pipeline_stats {
 	struct fault_duty_stats mem_duty; /* the page-fault programs' duty cycle */
 	struct cuda_stats cuda;
 	struct hold_stats hold; /* processes held until their CUDA probes were attached */
+	bool heap_on;		/* the heap probes are loaded */
+	struct heap_stats heap;
+	uint64_t heap_allocs;	  /* sampled allocations emitted */
+	int64_t heap_alloc_bytes; /* ... the bytes they stand for */
+	uint64_t heap_frees;	  /* frees of sampled blocks */
 };
 
 /* Builds and starts the pipeline (loads BPF). NULL with errno on failure (logged). */

@@ -1011,3 +1011,30 @@ void proc_cache__stats(const struct proc_cache *pc, struct proc_cache_stats *out
 	out->procs = pc->nprocs;
 	out->elf_files = pc->nelfs;
 }
+
+/* See proc.h. */
+int proc_cache__open_verified(struct proc_cache *pc, const struct proc *p, const struct proc_map *m,
+			      const struct elf_file *ef)
+{
+	struct elf_identity id, now;
+	char name[4608];
+	struct stat st;
+	bool ok;
+	int fd;
+
+	if (proc_map__deleted(m) || !elf_file__identity(ef, &id))
+		return -ESTALE;
+	fd = proc_cache__open_map(pc, p->pid, m, name, sizeof(name));
+	if (fd < 0)
+		return fd;
+	ok = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_nlink > 0;
+	if (ok) {
+		now = elf_identity__from_stat(&st);
+		ok = elf_identity__equal(&now, &id);
+	}
+	if (!ok) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}

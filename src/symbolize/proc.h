@@ -84,6 +84,17 @@ int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map
 struct elf_file *proc_cache__map_elf(struct proc_cache *pc, struct proc *p,
 				     const struct proc_map *m);
 
+/*
+ * Opens, for attaching uprobes, the very file whose symbols were read (ef): the kernel
+ * places a uprobe in whichever file a path names when it resolves it, so probes go through
+ * an fd of the checked file (/proc/self/fd/N), never through a path resolved again, which
+ * a process could point at another library (a symlink named like its deleted mapping) to
+ * have breakpoints written into code other processes run. Deleted or replaced files (other
+ * device, inode, size or change time than ef) are refused. Returns the fd or -errno.
+ */
+int proc_cache__open_verified(struct proc_cache *pc, const struct proc *p, const struct proc_map *m,
+			      const struct elf_file *ef);
+
 /* True when the file m maps was deleted (its maps path ends in " (deleted)"). */
 bool proc_map__deleted(const struct proc_map *m);
 /* ELF virtual address for a runtime address inside map m (uses PT_LOAD + file offset). */

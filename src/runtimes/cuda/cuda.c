@@ -311,40 +311,6 @@ static int attach_all(struct cuda *c, struct lib *l, const char *path, const str
 }
 
 /*
- * Opens, for attaching, the very file whose symbols were read (ef): the kernel places a
- * uprobe in whichever file a path names when it resolves it, so probes go through an fd of
- * the checked file (/proc/self/fd/N), never through a path resolved again, which a process
- * could point at another library (a symlink named like its deleted mapping) to have
- * breakpoints written into code other processes run. Deleted or replaced files (other
- * device, inode, size or change time than ef) are refused. Returns the fd or -errno.
- */
-static int open_checked(struct cuda *c, const struct proc *p, const struct proc_map *m,
-			const struct elf_file *ef)
-{
-	struct elf_identity id, now;
-	char name[4608];
-	struct stat st;
-	bool ok;
-	int fd;
-
-	if (proc_map__deleted(m) || !elf_file__identity(ef, &id))
-		return -ESTALE;
-	fd = proc_cache__open_map(c->pc, p->pid, m, name, sizeof(name));
-	if (fd < 0)
-		return fd;
-	ok = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_nlink > 0;
-	if (ok) {
-		now = elf_identity__from_stat(&st);
-		ok = elf_identity__equal(&now, &id);
-	}
-	if (!ok) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
-}
-
-/*
  * Attaches the probes of one library file (once per dev+inode) through an fd of the file
  * that was classified (open_checked). A file is probed whole or not at all, so a failure
  * is retried for the next process that maps it. Returns its index or -1.
@@ -368,7 +334,7 @@ static int lib_attach(struct cuda *c, const struct proc *p, const struct proc_ma
 		return -1;
 	}
 	l = &c->libs[free_slot];
-	fd = open_checked(c, p, m, ef);
+	fd = proc_cache__open_verified(c->pc, p, m, ef);
 	if (fd >= 0) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		err = attach_all(c, l, path, r);

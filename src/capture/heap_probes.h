@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The heap BPF object (bpf/heap.bpf.c): loaded once, sharing the sampler's ring buffer and
+ * pid filter; its allocator probes are attached per process (memory/heap.c finds where).
+ */
+#ifndef MLPROF_HEAP_PROBES_H
+#define MLPROF_HEAP_PROBES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <mlprof/heap.h>
+
+struct heap_probes;
+struct sampler;
+struct uprobe_link;
+
+/* One allocator entry point of a file: which one, at which file offset. */
+struct heap_target {
+	enum mlprof_heap_fn fn;
+	uint64_t off;
+};
+
+/*
+ * Loads the heap programs, sampling on average one allocation per mean_bytes allocated
+ * (per CPU). NULL with errno set on failure (logged).
+ */
+struct heap_probes *heap_probes__new(struct sampler *s, uint64_t mean_bytes);
+void heap_probes__free(struct heap_probes *hp);
+
+/*
+ * Attaches the n entry points of the ELF file at path for process pid only. All or
+ * nothing: the links (uprobe_link__release) or NULL with errno set.
+ */
+struct uprobe_link *heap_probes__attach(struct heap_probes *hp, const char *path,
+					const struct heap_target *t, int n, pid_t pid);
+
+/* Forgets the sampled blocks process pid had not freed (it exited or exec'd). */
+void heap_probes__forget_pid(struct heap_probes *hp, pid_t pid);
+
+/* How the return of a sampled call is seen: "uprobe session" or "uretprobe". */
+const char *heap_probes__mode(const struct heap_probes *hp);
+
+#endif

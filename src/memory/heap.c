@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Heap profiling by allocation site: allocator probes per process, sample weights. */
+#define LOG_MODULE "heap"
+#include "util/log.h"
+
+#include "memory/heap.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture/heap_probes.h"
+#include "capture/uprobe_link.h"
+#include "symbolize/elf.h"
+#include "symbolize/proc.h"
+
+#define DEFAULT_SAMPLE_BYTES (512u << 10)
+#define DEFAULT_MAX_PROCS    1024
+#define PROC_BUCKETS	     1024
+#define MAX_TARGETS	     16
+
+/* The entry points probed, by exported (or .symtab) name. */
+static const struct {
+	const char *sym;
+	enum mlprof_heap_fn fn;
+} heap_syms[] = {
+	{"malloc", MLPROF_HEAP_MALLOC},
+	{"calloc", MLPROF_HEAP_CALLOC},
+	{"realloc", MLPROF_HEAP_REALLOC},
+	{"free", MLPROF_HEAP_FREE},
+	{"cfree", MLPROF_HEAP_FREE},
+	{"memalign", MLPROF_HEAP_MEMALIGN},
+	{"aligned_alloc", MLPROF_HEAP_MEMALIGN},
+	{"posix_memalign", MLPROF_HEAP_POSIX_MEMALIGN},
+	{"valloc", MLPROF_HEAP_MALLOC},
+	{"pvalloc", MLPROF_HEAP_MALLOC},
+};
+
+/* Allocators that replace glibc's when a process maps them (LD_PRELOAD or linked). */
+static const char *const replacements[] = {"libjemalloc", "libtcmalloc", "libmimalloc"};
+
+/* One process: whether its allocator is probed, and the maps generation last looked at. */
+struct hproc {
+	struct hproc *next;
+	pid_t pid;
+	uint64_t gen;
+	struct uprobe_link *links;
+	uint64_t dev, ino; /* the file probed */
+	bool recheck;	   /* exec'd: is the probed file still its allocator? */
+};
+
+struct heap {
+	struct heap_probes *hp;
+	struct proc_cache *pc;
+	uint64_t sample_bytes;
+	uint32_t max_procs;
+	struct hproc *procs[PROC_BUCKETS];
+	struct heap_stats st;
+};
+
+/* See heap.h. */
+struct heap *heap__new(const struct heap_config *cfg, struct proc_cache *pc, struct sampler *s)
+{
+	struct heap *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	h->pc = pc;
+	h->sample_bytes = cfg->sample_bytes ? cfg->sample_bytes : DEFAULT_SAMPLE_BYTES;
+	h->max_procs = cfg->max_procs ? cfg->max_procs : DEFAULT_MAX_PROCS;
+	h->hp = heap_probes__new(s, h->sample_bytes);
+	if (!h->hp) {
+		int err = errno;
+
+		free(h);
+		errno = err;
+		return NULL;
+	}
+	return h;
+}
+
+/* See heap.h. */
+void heap__free(struct heap *h)
+{
+	if (!h)
+		return;
+	for (int b = 0; b < PROC_BUCKETS; b++) {
+		struct hproc *e = h->procs[b], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			uprobe_link__release(e->links);
+			free(e);
+		}
+	}
+	heap_probes__free(h->hp);
+	free(h);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* How well map m's file fits as p's allocator: 3 a replacement, 2 the executable, 1 libc. */
+static int allocator_rank(const struct proc *p, const struct proc_map *m)
+{
+	const char *b = base_name(m->path);
+
+	for (size_t i = 0; i < sizeof(replacements) / sizeof(replacements[0]); i++)
+		if (!strncmp(b, replacements[i], strlen(replacements[i])))
+			return 3;
+	if (m == &p->maps[0] || (p->n_maps && !strcmp(m->path, p->maps[0].path)))
+		return 2; /* counts only when it defines malloc itself (static, bundled) */
+	if (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5))
+		return 1;
+	return 0;
+}
+
+/* The allocator's entry points in ef (aliases at one address probed once). */
+static int find_targets(const struct elf_file *ef, struct heap_target *t)
+{
+	int n = 0, have = 0;
+
+	for (size_t i = 0; i < sizeof(heap_syms) / sizeof(heap_syms[0]) && n < MAX_TARGETS; i++) {
+		uint64_t v, off;
+		bool dup = false;
+
+		if (elf_file__find_function(ef, heap_syms[i].sym, &v) || !v ||
+		    elf_file__vaddr_to_offset(ef, v, &off))
+			continue;
+		for (int k = 0; k < n; k++)
+			dup |= t[k].off == off;
+		if (dup)
+			continue;
+		t[n].fn = heap_syms[i].fn;
+		t[n].off = off;
+		n++;
+	}
+	/* malloc and free at least: anything less is not an allocator to profile */
+	for (int k = 0; k < n; k++)
+		have |= t[k].fn == MLPROF_HEAP_MALLOC ? 1 : t[k].fn == MLPROF_HEAP_FREE ? 2 : 0;
+	return have == 3 ? n : 0;
+}
+
+/* p's allocator: the best-ranked map whose file has the entry points (t, *n). */
+static const struct proc_map *find_allocator(struct heap *h, struct proc *p, struct heap_target *t,
+					     int *n, struct elf_file **ef_out)
+{
+	const struct proc_map *best = NULL;
+	int best_rank = 0;
+
+	for (size_t i = 0; i < p->n_maps; i++) {
+		const struct proc_map *m = &p->maps[i];
+		struct heap_target mt[MAX_TARGETS];
+		struct elf_file *ef;
+		int rank, k;
+
+		if (m->path[0] != '/' || !m->inode || (i && !strcmp(m->path, p->maps[i - 1].path)))
+			continue;
+		rank = allocator_rank(p, m);
+		if (rank <= best_rank)
+			continue;
+		ef = proc_cache__map_elf(h->pc, p, m);
+		if (!ef || !(k = find_targets(ef, mt)))
+			continue;
+		best = m;
+		best_rank = rank;
+		*ef_out = ef;
+		*n = k;
+		memcpy(t, mt, sizeof(mt));
+	}
+	return best;
+}
+
+static uint64_t map_dev(const struct proc_map *m)
+{
+	return (uint64_t)m->dev_major << 20 | m->dev_minor;
+}
+
+/*
+ * Attaches p's allocator probes (kept across an exec that maps the same allocator file:
+ * the kernel places them in the new image as it maps it). 0, -ENOENT (no allocator found)
+ * or -errno.
+ */
+static int attach(struct heap *h, struct proc *p, struct hproc *e)
+{
+	struct heap_target t[MAX_TARGETS];
+	const struct proc_map *m;
+	struct elf_file *ef = NULL;
+	char path[64];
+	int n = 0, fd;
+
+	m = find_allocator(h, p, t, &n, &ef);
+	if (e->links && (!m || (map_dev(m) == e->dev && m->inode == e->ino)))
+		return 0; /* still the probed file (or no allocator mapped yet) */
+	if (e->links) {
+		uprobe_link__release(e->links);
+		e->links = NULL;
+		h->st.procs--;
+	}
+	if (!m)
+		return -ENOENT;
+	fd = proc_cache__open_verified(h->pc, p, m, ef);
+	if (fd < 0)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	e->links = heap_probes__attach(h->hp, path, t, n, p->pid);
+	close(fd); /* the probes hold the inode now */
+	if (!e->links)
+		return errno ? -errno : -EINVAL;
+	e->dev = map_dev(m);
+	e->ino = m->inode;
+	h->st.procs++;
+	h->st.procs_total++;
+	pr_debug("pid %d: %d allocator entry points of %s probed", (int)p->pid, n, m->path);
+	return 0;
+}
+
+static struct hproc **slot(struct heap *h, pid_t pid)
+{
+	struct hproc **pp = &h->procs[(uint32_t)pid % PROC_BUCKETS];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* See heap.h. */
+void heap__check(struct heap *h, struct proc *p)
+{
+	struct hproc **pp = slot(h, p->pid), *e = *pp;
+	int err;
+
+	if (e && ((e->links && !e->recheck) || e->gen == p->gen))
+		return;
+	if (!e) {
+		if (h->st.procs >= h->max_procs) {
+			h->st.procs_limit++;
+			return;
+		}
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return;
+		e->pid = p->pid;
+		*pp = e;
+	}
+	e->gen = p->gen;
+	e->recheck = false;
+	err = attach(h, p, e);
+	if (!err)
+		return;
+	if (err == -ENOENT) {
+		h->st.no_allocator++;
+	} else {
+		h->st.attach_failed++;
+		pr_warn("pid %d: cannot probe its allocator: %s (retried when its maps change)",
+			(int)p->pid, strerror(-err));
+	}
+}
+
+/* See heap.h. */
+void heap__forget(struct heap *h, pid_t pid)
+{
+	struct hproc **pp = slot(h, pid), *e = *pp;
+
+	if (!e)
+		return;
+	*pp = e->next;
+	if (e->links) {
+		uprobe_link__release(e->links);
+		h->st.procs--;
+	}
+	free(e);
+	heap_probes__forget_pid(h->hp, pid);
+}
+
+/* See heap.h. */
+void heap__on_exec(struct heap *h, pid_t pid)
+{
+	struct hproc *e = *slot(h, pid);
+
+	heap_probes__forget_pid(h->hp, pid);
+	if (e)
+		e->recheck = true;
+}
+
+/* See heap.h. */
+int64_t heap__weight(uint64_t size, uint64_t mean)
+{
+	double s = (double)size, p;
+
+	if (!size)
+		return 0;
+	p = -expm1(-s / (double)(mean ? mean : 1));
+	return p > 0 ? (int64_t)llround(s / p) : (int64_t)size;
+}
+
+/* See heap.h. */
+uint64_t heap__sample_bytes(const struct heap *h)
+{
+	return h->sample_bytes;
+}
+
+/* See heap.h. */
+void heap__stats(const struct heap *h, struct heap_stats *out)
+{
+	*out = h->st;
+	out->sample_bytes = h->sample_bytes;
+	out->mode = heap_probes__mode(h->hp);
+}
