@@ -128,6 +128,13 @@ static const struct opt opts[] = {
 	       "page faults per busy CPU per second above which the page-fault programs run in "
 	       "random 20 ms slots only, weighted (0: always)",
 	       0, 0, 100000000),
+	O_STR("heap", heap, "", "NAMES",
+	      "heap profile by allocation site (malloc & co: who holds memory) for processes "
+	      "whose name is in this comma list, or 'all'; off by default: its uprobes cost "
+	      "every allocator call of a selected process ~1-3 us (README)",
+	      0, NULL),
+	O_UINT("heap-sample", heap_sample_kib, "512", "KIB",
+	       "mean KiB allocated per sampled heap allocation", 0, 1, 1048576),
 	O_BOOL("python", python, "true",
 	       "read Python frames of CPython 3.10-3.14 processes (interleaved with native frames)",
 	       0),

@@ -21,6 +21,7 @@
 #define DEFAULT_MAX_PROCS    1024
 #define PROC_BUCKETS	     1024
 #define MAX_TARGETS	     16
+#define MAX_ENTRIES	     16384 /* processes looked at, probed or not */
 
 /* The entry points probed, by exported (or .symtab) name. */
 static const struct {
@@ -57,6 +58,8 @@ struct heap {
 	struct proc_cache *pc;
 	uint64_t sample_bytes;
 	uint32_t max_procs;
+	char *comms; /* ",name,name," or NULL: every process */
+	uint32_t nentries;
 	struct hproc *procs[PROC_BUCKETS];
 	struct heap_stats st;
 };
@@ -71,10 +74,21 @@ struct heap *heap__new(const struct heap_config *cfg, struct proc_cache *pc, str
 	h->pc = pc;
 	h->sample_bytes = cfg->sample_bytes ? cfg->sample_bytes : DEFAULT_SAMPLE_BYTES;
 	h->max_procs = cfg->max_procs ? cfg->max_procs : DEFAULT_MAX_PROCS;
+	if (cfg->comms) {
+		size_t n = strlen(cfg->comms) + 3;
+
+		h->comms = malloc(n);
+		if (!h->comms) {
+			free(h);
+			return NULL;
+		}
+		snprintf(h->comms, n, ",%s,", cfg->comms);
+	}
 	h->hp = heap_probes__new(s, h->sample_bytes);
 	if (!h->hp) {
 		int err = errno;
 
+		free(h->comms);
 		free(h);
 		errno = err;
 		return NULL;
@@ -97,7 +111,19 @@ void heap__free(struct heap *h)
 		}
 	}
 	heap_probes__free(h->hp);
+	free(h->comms);
 	free(h);
+}
+
+/* Whether p is selected (heap_config.comms names it, or there is no list). */
+static bool selected(const struct heap *h, const struct proc *p)
+{
+	char needle[sizeof(p->comm) + 2];
+
+	if (!h->comms)
+		return true;
+	snprintf(needle, sizeof(needle), ",%s,", p->comm);
+	return p->comm[0] && strstr(h->comms, needle);
 }
 
 static const char *base_name(const char *path)
@@ -240,7 +266,7 @@ void heap__check(struct heap *h, struct proc *p)
 	if (e && ((e->links && !e->recheck) || e->gen == p->gen))
 		return;
 	if (!e) {
-		if (h->st.procs >= h->max_procs) {
+		if (h->nentries >= MAX_ENTRIES) {
 			h->st.procs_limit++;
 			return;
 		}
@@ -249,9 +275,19 @@ void heap__check(struct heap *h, struct proc *p)
 			return;
 		e->pid = p->pid;
 		*pp = e;
+		h->nentries++;
 	}
 	e->gen = p->gen;
 	e->recheck = false;
+	/* looked at again when its maps change (an exec may give it another name) */
+	if (!selected(h, p)) {
+		h->st.not_selected++;
+		return;
+	}
+	if (!e->links && h->st.procs >= h->max_procs) {
+		h->st.procs_limit++;
+		return;
+	}
 	err = attach(h, p, e);
 	if (!err)
 		return;
@@ -272,12 +308,13 @@ void heap__forget(struct heap *h, pid_t pid)
 	if (!e)
 		return;
 	*pp = e->next;
+	h->nentries--;
 	if (e->links) {
 		uprobe_link__release(e->links);
 		h->st.procs--;
+		heap_probes__forget_pid(h->hp, pid);
 	}
 	free(e);
-	heap_probes__forget_pid(h->hp, pid);
 }
 
 /* See heap.h. */
@@ -285,9 +322,11 @@ void heap__on_exec(struct heap *h, pid_t pid)
 {
 	struct hproc *e = *slot(h, pid);
 
-	heap_probes__forget_pid(h->hp, pid);
-	if (e)
-		e->recheck = true;
+	if (!e)
+		return;
+	if (e->links)
+		heap_probes__forget_pid(h->hp, pid);
+	e->recheck = true;
 }
 
 /* See heap.h. */

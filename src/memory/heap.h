@@ -20,6 +20,7 @@ struct sampler;
 struct heap_config {
 	uint64_t sample_bytes; /* mean allocated bytes per sampled allocation (0: 512 KiB) */
 	uint32_t max_procs;    /* processes probed at once (0: 1024); more are counted */
+	const char *comms;     /* comma list of process names to probe; NULL: every one */
 };
 
 struct heap_stats {
@@ -28,6 +29,7 @@ struct heap_stats {
 	uint64_t no_allocator;	/* processes in which no allocator was found */
 	uint64_t attach_failed; /* attaching failed (the next maps change retries) */
 	uint64_t procs_limit;	/* processes left unprobed: max_procs reached */
+	uint64_t not_selected;	/* processes looked at and not selected (heap_config.comms) */
 	uint64_t sample_bytes;
 	const char *mode; /* "uprobe session" or "uretprobe" */
 };
