@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Entry uprobe placement on an instruction the kernel emulates (x86-64 prologues). */
+#include "capture/uprobe_site.h"
+
+#include <stdbool.h>
+
+/* Longest stretch of prologue looked at. */
+#define MAX_SCAN 48
+
+/* Whether the instruction at c is one arch/x86/kernel/uprobes.c emulates. */
+static bool emulated(const uint8_t *c, size_t left)
+{
+	if (left >= 1 && (c[0] & 0xf8) == 0x50)
+		return true; /* push %r */
+	if (left >= 2 && c[0] == 0x41 && (c[1] & 0xf8) == 0x50)
+		return true; /* push %r8..%r15 */
+	if (left >= 2 && (c[0] & 0xf0) == 0x70)
+		return true; /* jcc rel8 */
+	if (left >= 6 && c[0] == 0x0f && (c[1] & 0xf0) == 0x80)
+		return true;				    /* jcc rel32 */
+	return left >= 5 && (c[0] == 0xe8 || c[0] == 0xe9); /* call / jmp rel32 */
+}
+
+/*
+ * Length of a known non-emulated straight-line instruction at c, and the registers it
+ * writes (*writes); 0 when it is not one of the forms decoded here.
+ */
+static size_t known(const uint8_t *c, size_t left, uint32_t *writes)
+{
+	*writes = 0;
+	if (left >= 4 && c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+		return 4; /* endbr64 */
+	if (left >= 7 && c[0] == 0x80 && c[1] == 0x3d)
+		return 7; /* cmpb $imm8, disp32(%rip) */
+	if (left >= 3 && (c[0] & 0xf0) == 0x40 && (c[0] & 0x08) && (c[2] & 0xc0) == 0xc0) {
+		uint32_t reg = ((c[2] >> 3) & 7) | (c[0] & 4 ? 8 : 0);
+		uint32_t rm = (c[2] & 7) | (c[0] & 1 ? 8 : 0);
+
+		switch (c[1]) {
+		case 0x85: /* test %r64, %r64 */
+			return 3;
+		case 0x89: /* mov %reg, %rm */
+			*writes = 1u << rm;
+			return 3;
+		case 0x8b: /* mov %rm, %reg */
+			*writes = 1u << reg;
+			return 3;
+		}
+	}
+	if (left >= 4 && c[0] == 0x48 && c[1] == 0x83 && (c[2] == 0xec || c[2] == 0xc4)) {
+		*writes = 1u << 4; /* sub/add $imm8, %rsp */
+		return 4;
+	}
+	return 0;
+}
+
+/* See uprobe_site.h. */
+uint64_t uprobe_site__emulated(const uint8_t *code, size_t len, uint32_t keep)
+{
+	size_t off = 0;
+
+	if (len > MAX_SCAN)
+		len = MAX_SCAN;
+	while (off < len) {
+		uint32_t writes;
+		size_t n;
+
+		if (emulated(code + off, len - off))
+			return off;
+		n = known(code + off, len - off, &writes);
+		if (!n || (writes & keep))
+			return 0;
+		off += n;
+	}
+	return 0;
+}
