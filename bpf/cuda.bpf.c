@@ -305,7 +305,6 @@ static __always_inline void alloc_exit(long ret, __u32 kind)
 static __always_inline void free_call(__u64 ptr, __u32 kind)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct mlprof_free *e;
 	__u32 tgid = wanted();
 
 	if (!tgid)
@@ -322,16 +321,7 @@ static __always_inline void free_call(__u64 ptr, __u32 kind)
 	if (!ptr)
 		return;
 	count_event(tgid, MLPROF_SK_CUDA_ALLOC, 1);
-	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
-	if (!e) {
-		stat_inc(MLPROF_STAT_CUDA_LOST);
-		return;
-	}
-	e->type = MLPROF_EV_CUDA_FREE;
-	e->pid = tgid;
-	e->ptr = ptr;
-	e->time_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
+	rec_send_free(MLPROF_EV_CUDA_FREE, tgid, ptr, MLPROF_STAT_CUDA_LOST);
 }
 
 static __always_inline void free_exit(void)

@@ -64,20 +64,9 @@ struct {
 static __always_inline void forget(__u32 tgid, __u64 ptr)
 {
 	struct mlprof_heap_key key = {.pid = tgid, .ptr = ptr};
-	struct mlprof_free *e;
 
-	if (!ptr || bpf_map_delete_elem(&heap_live, &key))
-		return;
-	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
-	if (!e) {
-		stat_inc(MLPROF_STAT_HEAP_LOST);
-		return;
-	}
-	e->type = MLPROF_EV_HEAP_FREE;
-	e->pid = tgid;
-	e->ptr = ptr;
-	e->time_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
+	if (ptr && !bpf_map_delete_elem(&heap_live, &key))
+		rec_send_free(MLPROF_EV_HEAP_FREE, tgid, ptr, MLPROF_STAT_HEAP_LOST);
 }
 
 static __always_inline __s64 draw(void)

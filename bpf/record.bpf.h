@@ -182,4 +182,20 @@ static __always_inline void rec_send_end(__u32 tgid, __u32 tid, __u64 seq, __u64
 	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
 }
 
+/* A tracked allocation given back (struct mlprof_free of type, e.g. MLPROF_EV_HEAP_FREE). */
+static __always_inline void rec_send_free(__u32 type, __u32 tgid, __u64 ptr, __u32 lost_stat)
+{
+	struct mlprof_free *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(lost_stat);
+		return;
+	}
+	e->type = type;
+	e->pid = tgid;
+	e->ptr = ptr;
+	e->time_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
+}
+
 #endif /* MLPROF_RECORD_BPF_H */

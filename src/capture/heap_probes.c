@@ -137,35 +137,17 @@ struct uprobe_link *heap_probes__attach(struct heap_probes *hp, const char *path
 	return l;
 }
 
+static int pid_visit(const void *key, void *ctx)
+{
+	return ((const struct mlprof_heap_key *)key)->pid == *(const __u32 *)ctx;
+}
+
 /* See heap_probes.h. */
 void heap_probes__forget_pid(struct heap_probes *hp, pid_t pid)
 {
-	struct mlprof_heap_key key, next, *doomed = NULL;
-	size_t n = 0, cap = 0;
-	int fd;
+	__u32 want = (__u32)pid;
 
-	if (!hp)
-		return;
-	fd = bpf_map__fd(hp->skel->maps.heap_live);
-	if (bpf_map_get_next_key(fd, NULL, &next))
-		return;
-	do {
-		key = next;
-		if (key.pid != (__u32)pid)
-			continue;
-		/* deleting while iterating restarts the walk: collect first */
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			struct mlprof_heap_key *d = realloc(doomed, nc * sizeof(*d));
-
-			if (!d)
-				break;
-			doomed = d;
-			cap = nc;
-		}
-		doomed[n++] = key;
-	} while (!bpf_map_get_next_key(fd, &key, &next));
-	for (size_t i = 0; i < n; i++)
-		bpf_map_delete_elem(fd, &doomed[i]);
-	free(doomed);
+	if (hp)
+		sampler__map_walk(bpf_map__fd(hp->skel->maps.heap_live),
+				  sizeof(struct mlprof_heap_key), pid_visit, &want);
 }

@@ -643,48 +643,73 @@ struct cuda_count_key {
 	__u64 what;
 };
 
+/* See sampler_share.h. */
+int sampler__map_walk(int fd, size_t key_size, int (*visit)(const void *key, void *ctx), void *ctx)
+{
+	uint8_t key[64], next[64], *doomed = NULL;
+	size_t n = 0, cap = 0;
+
+	if (key_size > sizeof(key))
+		return -EINVAL;
+	if (bpf_map_get_next_key(fd, NULL, next))
+		return 0;
+	do {
+		memcpy(key, next, key_size);
+		if (!visit(key, ctx))
+			continue;
+		/* deleting while iterating restarts the walk: collect first */
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			uint8_t *d = realloc(doomed, nc * key_size);
+
+			if (!d)
+				continue;
+			doomed = d;
+			cap = nc;
+		}
+		memcpy(doomed + n++ * key_size, key, key_size);
+	} while (!bpf_map_get_next_key(fd, key, next));
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, doomed + i * key_size);
+	free(doomed);
+	return 0;
+}
+
+struct counts_walk {
+	int fd;
+	pid_t pid;
+	bool take;
+	void (*cb)(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t count);
+	void *ctx;
+};
+
+static int count_visit(const void *k, void *ctx)
+{
+	const struct cuda_count_key *key = k;
+	struct counts_walk *w = ctx;
+	__u64 v;
+
+	if (w->pid > 0 && key->pid != (__u32)w->pid)
+		return 0;
+	if (!bpf_map_lookup_elem(w->fd, key, &v))
+		w->cb(w->ctx, key->pid, key->kind, key->what, v);
+	return w->take;
+}
+
 /* See sampler.h. */
 int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take,
 			 void (*cb)(void *ctx, uint32_t pid, uint32_t kind, uint64_t what,
 				    uint64_t count),
 			 void *ctx)
 {
-	struct cuda_count_key key, next, *doomed = NULL;
-	size_t n = 0, cap = 0;
-	int fd;
-	__u64 v;
+	struct counts_walk w = {.pid = pid, .take = take, .cb = cb, .ctx = ctx};
 
 	if (!s || !s->cuda_allowed)
 		return -ENOTSUP;
 	if (!s->cuda)
 		return 0; /* no CUDA library was probed */
-	fd = bpf_map__fd(s->cuda->maps.cuda_counts);
-	if (bpf_map_get_next_key(fd, NULL, &next))
-		return 0;
-	do {
-		key = next;
-		if (pid > 0 && key.pid != (__u32)pid)
-			continue;
-		if (!bpf_map_lookup_elem(fd, &key, &v))
-			cb(ctx, key.pid, key.kind, key.what, v);
-		/* deleting while iterating restarts the walk: collect first */
-		if (take) {
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 64;
-				struct cuda_count_key *d = realloc(doomed, nc * sizeof(*d));
-
-				if (!d)
-					continue;
-				doomed = d;
-				cap = nc;
-			}
-			doomed[n++] = key;
-		}
-	} while (!bpf_map_get_next_key(fd, &key, &next));
-	for (size_t i = 0; i < n; i++)
-		bpf_map_delete_elem(fd, &doomed[i]);
-	free(doomed);
-	return 0;
+	w.fd = bpf_map__fd(s->cuda->maps.cuda_counts);
+	return sampler__map_walk(w.fd, sizeof(struct cuda_count_key), count_visit, &w);
 }
 
 /* See sampler.h. */

@@ -7,6 +7,7 @@
 #define MLPROF_SAMPLER_SHARE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct bpf_map;
@@ -30,6 +31,13 @@ int sampler__share_maps(struct sampler *s, const char *what, struct bpf_map *scr
 			struct bpf_map *rb, struct bpf_map *pids, struct bpf_map *pids_gen,
 			struct bpf_map *py_procs, struct bpf_map *stats, struct bpf_map *py_known,
 			struct bpf_map *stack_vmas);
+
+/*
+ * Walks BPF map fd (keys of key_size bytes, at most 64): visit(key) returns 1 for the keys
+ * to delete, which are deleted after the walk (deleting while walking restarts it).
+ * 0 or -EINVAL.
+ */
+int sampler__map_walk(int fd, size_t key_size, int (*visit)(const void *key, void *ctx), void *ctx);
 
 /* Sets skeleton o's capture knobs and maps like the cpu object's; 0 or -errno. */
 #define sampler_share_capture(s, o, what)                                                          \
