@@ -14,6 +14,7 @@
 #define UPROBE_RDI    UPROBE_REG(7)
 #define UPROBE_RSI    UPROBE_REG(6)
 #define UPROBE_RDX    UPROBE_REG(2)
+#define UPROBE_RSP    UPROBE_REG(4)
 
 /*
  * The offset, from a function's entry (code: its first len bytes), of the first
@@ -22,9 +23,10 @@
  * the registers in keep: a probe there sees every call with its arguments intact. A probe
  * on another instruction is single-stepped out of line, which costs a debug trap: ~14 us
  * a hit instead of ~0.9 us on this project's virtual machines (glibc 2.36's free starts
- * with test %rdi,%rdi). Only for probes without a return probe (a return probe must sit at
- * the entry, where the return address is on top of the stack). Returns 0 (the entry)
- * when the entry is emulated or no such instruction is found among the forms decoded.
+ * with test %rdi,%rdi). A function whose return is probed too must keep UPROBE_RSP: the
+ * kernel takes the return address from the top of the stack when the probe hits. Returns
+ * 0 (the entry) when the entry is emulated or no such instruction is found among the
+ * forms decoded.
  */
 uint64_t uprobe_site__emulated(const uint8_t *code, size_t len, uint32_t keep);
 

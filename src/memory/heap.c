@@ -149,6 +149,26 @@ static int allocator_rank(const struct proc *p, const struct proc_map *m)
 	return 0;
 }
 
+/* The registers a probe of fn reads (its arguments; %rsp for a return probe). */
+static uint32_t fn_keep(enum mlprof_heap_fn fn)
+{
+	switch (fn) {
+	case MLPROF_HEAP_FREE:
+		return UPROBE_RDI;
+	case MLPROF_HEAP_MALLOC:
+		return UPROBE_RDI | UPROBE_RSP;
+	case MLPROF_HEAP_CALLOC:
+	case MLPROF_HEAP_REALLOC:
+		return UPROBE_RDI | UPROBE_RSI | UPROBE_RSP;
+	case MLPROF_HEAP_MEMALIGN:
+		return UPROBE_RSI | UPROBE_RSP;
+	case MLPROF_HEAP_POSIX_MEMALIGN:
+		return UPROBE_RDI | UPROBE_RDX | UPROBE_RSP;
+	default:
+		return ~0u;
+	}
+}
+
 /* The allocator's entry points in ef (aliases at one address probed once). */
 static int find_targets(const struct elf_file *ef, struct heap_target *t)
 {
@@ -161,14 +181,17 @@ static int find_targets(const struct elf_file *ef, struct heap_target *t)
 		if (elf_file__find_function(ef, heap_syms[i].sym, &v) || !v ||
 		    elf_file__vaddr_to_offset(ef, v, &off))
 			continue;
-		/* free has no return probe: it may sit past the entry, on an instruction the
-		 * kernel emulates (glibc's free starts with test %rdi,%rdi: single-stepped, a
-		 * hit costs ~14 us instead of ~1 us on a VM) */
-		if (heap_syms[i].fn == MLPROF_HEAP_FREE) {
+		/* on the first instruction the kernel emulates, if the arguments (and, for a
+		 * return probe, the return address on top of the stack) are intact there:
+		 * glibc's free starts with test %rdi,%rdi and posix_memalign with a
+		 * RIP-relative cmpb, single-stepped out of line (~14 us a hit on a VM instead
+		 * of ~1 us) */
+		{
 			uint8_t code[48];
 
 			if (!elf_file__read_vaddr(ef, v, code, sizeof(code)))
-				off += uprobe_site__emulated(code, sizeof(code), UPROBE_RDI);
+				off += uprobe_site__emulated(code, sizeof(code),
+							     fn_keep(heap_syms[i].fn));
 		}
 		for (int k = 0; k < n; k++)
 			dup |= t[k].off == off;

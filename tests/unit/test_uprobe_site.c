@@ -40,6 +40,11 @@ int main(void)
 		  7);
 	/* rbx and rsp written, rdi kept: the push after them */
 	CHECK_INT(uprobe_site__emulated(cet_copy, sizeof(cet_copy), UPROBE_RDI), 11);
+	/* with a return probe the stack pointer must not have moved: stay at the entry */
+	CHECK_INT(uprobe_site__emulated(cet_copy, sizeof(cet_copy), UPROBE_RDI | UPROBE_RSP), 0);
+	CHECK_INT(uprobe_site__emulated(glibc_posix_memalign, sizeof(glibc_posix_memalign),
+					UPROBE_RDI | UPROBE_RDX | UPROBE_RSP),
+		  7);
 	/* rdi overwritten before the first emulated instruction: stay at the entry */
 	CHECK_INT(uprobe_site__emulated(clobber, sizeof(clobber), UPROBE_RDI), 0);
 	CHECK_INT(uprobe_site__emulated(clobber, sizeof(clobber), UPROBE_RSI), 3);
