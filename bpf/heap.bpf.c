@@ -12,7 +12,8 @@
  *
  * With uprobe sessions (Linux 6.13) one program runs at entry and return and asks for the
  * return only when it sampled (heap_session); older kernels run heap_entry and a
- * heap_return on every call.
+ * heap_return on every call. Direct anonymous mmaps of a probed process are sampled the
+ * same way from the mmap syscall (heap_mmap), and leave at their munmap.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -46,11 +47,27 @@ struct {
 	__type(value, __u64);
 } heap_live SEC(".maps");
 
+/*
+ * Processes whose allocator is probed (set by user space): the allocator's code [lo, hi),
+ * to tell its own mmap calls (counted at the malloc that made them) from direct ones.
+ */
+struct heap_proc {
+	__u64 lo, hi;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct heap_proc);
+} heap_procs SEC(".maps");
+
 /* A sampled call in flight, entry to return, per thread. */
 struct heap_call {
 	__u64 seq;  /* aux[0] of the captured sample */
 	__u64 size; /* bytes requested */
 	__u64 out;  /* posix_memalign's void **, else 0 */
+	__u64 mmap; /* a direct mmap (its syscall exit completes it), else 0 */
 };
 
 struct {
@@ -146,15 +163,30 @@ static __always_inline bool heap_enter(struct pt_regs *ctx)
 	return true;
 }
 
+/* A sampled call returned block ptr (0: it failed): heap_live and user space learn it. */
+static __always_inline void complete(__u32 tgid, __u32 tid, const struct heap_call *call, __u64 ptr)
+{
+	struct mlprof_heap_key key = {.pid = tgid, .ptr = ptr};
+	__u64 size = call->size;
+
+	if (ptr && bpf_map_update_elem(&heap_live, &key, &size, BPF_ANY)) {
+		/* counted in the allocations, never in use: no free could be matched */
+		stat_inc(MLPROF_STAT_HEAP_LIVE_FULL);
+		rec_send_end(tgid, tid, call->seq, size, 0, MLPROF_STAT_HEAP_LOST);
+		return;
+	}
+	/* a failed allocation (NULL) drops its sample */
+	rec_send_end(tgid, tid, call->seq, ptr ? size : 0, ptr, MLPROF_STAT_HEAP_LOST);
+}
+
 /* Return of a sampled call: the block's address goes to heap_live and user space. */
 static __always_inline void heap_exit(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), ptr, one;
+	__u64 id = bpf_get_current_pid_tgid(), ptr;
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct heap_call *call = bpf_map_lookup_elem(&heap_inflight, &tid);
-	struct mlprof_heap_key key = {.pid = tgid};
 
-	if (!call)
+	if (!call || call->mmap)
 		return;
 	ptr = PT_REGS_RC(ctx);
 	if (call->out) {
@@ -165,20 +197,88 @@ static __always_inline void heap_exit(struct pt_regs *ctx)
 			p = 0;
 		ptr = p;
 	}
-	if (ptr) {
-		key.ptr = ptr;
-		one = call->size;
-		if (bpf_map_update_elem(&heap_live, &key, &one, BPF_ANY)) {
-			/* counted in the allocations, never in use: no free could be matched */
-			stat_inc(MLPROF_STAT_HEAP_LIVE_FULL);
-			rec_send_end(tgid, tid, call->seq, call->size, 0, MLPROF_STAT_HEAP_LOST);
-			goto out;
-		}
-	}
-	/* a failed allocation (NULL) drops its sample */
-	rec_send_end(tgid, tid, call->seq, ptr ? call->size : 0, ptr, MLPROF_STAT_HEAP_LOST);
-out:
+	complete(tgid, tid, call, ptr);
 	bpf_map_delete_elem(&heap_inflight, &tid);
+}
+
+/* mmap(2) flags (uapi/asm-generic/mman-common.h, linux/mman.h) */
+#define HEAP_MAP_PRIVATE   0x02
+#define HEAP_MAP_ANONYMOUS 0x20
+
+/*
+ * A direct anonymous private mmap of a probed process (Python's pymalloc arenas, a
+ * program's own buffers), not one its allocator makes for a malloc (its caller, the
+ * return address on top of the user stack in glibc's leaf mmap wrapper, is in the
+ * allocator's code): sampled by bytes like an allocation, the mapping's start kept until
+ * its munmap.
+ */
+SEC("tp/syscalls/sys_enter_mmap")
+int heap_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), len = ctx->args[1], ret_addr = 0, now;
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct heap_proc *hpr = bpf_map_lookup_elem(&heap_procs, &tgid);
+	struct task_struct *task;
+	struct mlprof_sample *rec;
+	struct heap_call call;
+	struct pt_regs *regs;
+
+	if (!hpr ||
+	    (ctx->args[3] & (HEAP_MAP_PRIVATE | HEAP_MAP_ANONYMOUS)) !=
+		    (HEAP_MAP_PRIVATE | HEAP_MAP_ANONYMOUS) ||
+	    !len)
+		return 0;
+	task = bpf_get_current_task_btf();
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs ||
+	    bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (const void *)BPF_CORE_READ(regs, sp)))
+		return 0;
+	if (ret_addr >= hpr->lo && ret_addr < hpr->hi)
+		return 0;
+	if (!sample_bytes(len))
+		return 0;
+	now = bpf_ktime_get_ns();
+	call = (struct heap_call){.seq = now, .size = len, .mmap = 1};
+	if (bpf_map_update_elem(&heap_inflight, &tid, &call, BPF_ANY))
+		return 0;
+	rec = rec_begin(MLPROF_SK_HEAP, tgid, tid, 0);
+	if (!rec) {
+		bpf_map_delete_elem(&heap_inflight, &tid);
+		return 0;
+	}
+	rec->aux[0] = now;
+	rec->aux[1] = len;
+	rec->flags |= MLPROF_SF_HAS_END;
+	rec_submit(rec, rec_user(rec, NULL), tgid);
+	stat_inc(MLPROF_STAT_HEAP_SAMPLED);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_mmap")
+int heap_mmap_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ptr = (__u64)ctx->ret;
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct heap_call *call = bpf_map_lookup_elem(&heap_inflight, &tid);
+
+	if (!call || !call->mmap)
+		return 0;
+	if (ptr >= (__u64)-4095)
+		ptr = 0; /* -errno */
+	complete(tgid, tid, call, ptr);
+	bpf_map_delete_elem(&heap_inflight, &tid);
+	return 0;
+}
+
+/* munmap of a sampled direct mapping (by its start: pymalloc gives arenas back whole). */
+SEC("tp/syscalls/sys_enter_munmap")
+int heap_munmap(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (bpf_map_lookup_elem(&heap_procs, &tgid))
+		forget(tgid, ctx->args[0]);
+	return 0;
 }
 
 SEC("uprobe")

@@ -19,8 +19,9 @@
 
 struct heap_probes {
 	struct heap_bpf *skel;
-	bool session; /* uprobe sessions: a return probe only for sampled calls */
-	bool multi;   /* uprobe_multi links (else one link per offset) */
+	struct bpf_link *tp[3]; /* direct mmap, its return, munmap */
+	bool session;		/* uprobe sessions: a return probe only for sampled calls */
+	bool multi;		/* uprobe_multi links (else one link per offset) */
 };
 
 /*
@@ -80,6 +81,23 @@ struct heap_probes *heap_probes__new(struct sampler *s, uint64_t mean_bytes)
 		errno = err < 0 ? -err : err;
 		return NULL;
 	}
+	{
+		struct bpf_program *tps[3] = {o->progs.heap_mmap, o->progs.heap_mmap_exit,
+					      o->progs.heap_munmap};
+
+		for (int i = 0; i < 3; i++) {
+			hp->tp[i] = bpf_program__attach(tps[i]);
+			if (!hp->tp[i]) {
+				err = -errno;
+				pr_err("attaching the heap mmap tracepoints failed: %s",
+				       strerror(-err));
+				hp->tp[i] = NULL;
+				heap_probes__free(hp);
+				errno = -err;
+				return NULL;
+			}
+		}
+	}
 	pr_info("heap probes loaded (%s, one allocation sampled per %llu bytes on average)",
 		heap_probes__mode(hp), (unsigned long long)mean_bytes);
 	return hp;
@@ -90,6 +108,8 @@ void heap_probes__free(struct heap_probes *hp)
 {
 	if (!hp)
 		return;
+	for (int i = 0; i < 3; i++)
+		bpf_link__destroy(hp->tp[i]);
 	heap_bpf__destroy(hp->skel);
 	free(hp);
 }
@@ -147,7 +167,25 @@ void heap_probes__forget_pid(struct heap_probes *hp, pid_t pid)
 {
 	__u32 want = (__u32)pid;
 
-	if (hp)
-		sampler__map_walk(bpf_map__fd(hp->skel->maps.heap_live),
-				  sizeof(struct mlprof_heap_key), pid_visit, &want);
+	if (!hp)
+		return;
+	bpf_map_delete_elem(bpf_map__fd(hp->skel->maps.heap_procs), &want);
+	sampler__map_walk(bpf_map__fd(hp->skel->maps.heap_live), sizeof(struct mlprof_heap_key),
+			  pid_visit, &want);
+}
+
+/* Value of the heap_procs map (bpf/heap.bpf.c). */
+struct heap_proc {
+	__u64 lo, hi;
+};
+
+/* See heap_probes.h. */
+int heap_probes__set_proc(struct heap_probes *hp, pid_t pid, uint64_t lo, uint64_t hi)
+{
+	struct heap_proc v = {.lo = lo, .hi = hi};
+	__u32 key = (__u32)pid;
+
+	if (bpf_map_update_elem(bpf_map__fd(hp->skel->maps.heap_procs), &key, &v, BPF_ANY))
+		return -errno;
+	return 0;
 }

@@ -36,7 +36,13 @@ void heap_probes__free(struct heap_probes *hp);
 struct uprobe_link *heap_probes__attach(struct heap_probes *hp, const char *path,
 					const struct heap_target *t, int n, pid_t pid);
 
-/* Forgets the sampled blocks process pid had not freed (it exited or exec'd). */
+/*
+ * Tells BPF that process pid's allocator is probed and where its code is ([lo, hi) of
+ * the process): its direct mmaps (not its allocator's) are sampled from then on.
+ */
+int heap_probes__set_proc(struct heap_probes *hp, pid_t pid, uint64_t lo, uint64_t hi);
+
+/* Forgets process pid (it exited or exec'd): its sampled blocks, its allocator's code. */
 void heap_probes__forget_pid(struct heap_probes *hp, pid_t pid);
 
 /* How the return of a sampled call is seen: "uprobe session" or "uretprobe". */

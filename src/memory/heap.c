@@ -242,6 +242,29 @@ static uint64_t map_dev(const struct proc_map *m)
 	return (uint64_t)m->dev_major << 20 | m->dev_minor;
 }
 
+static bool same_file(const struct proc_map *a, const struct proc_map *b)
+{
+	return a->inode == b->inode && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor;
+}
+
+/* Tells BPF where m's file's code is in p: the lowest start and highest end of its
+ * executable mappings (its own mmap calls come from there). */
+static void set_code_range(struct heap *h, const struct proc *p, const struct proc_map *m)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (size_t i = 0; i < p->n_maps; i++) {
+		const struct proc_map *x = &p->maps[i];
+
+		if (!x->exec || !same_file(x, m))
+			continue;
+		lo = x->start < lo ? x->start : lo;
+		hi = x->end > hi ? x->end : hi;
+	}
+	if (hi)
+		heap_probes__set_proc(h->hp, p->pid, lo, hi);
+}
+
 /*
  * Attaches p's allocator probes (kept across an exec that maps the same allocator file:
  * the kernel places them in the new image as it maps it). 0, -ENOENT (no allocator found)
@@ -256,8 +279,12 @@ static int attach(struct heap *h, struct proc *p, struct hproc *e)
 	int n = 0, fd;
 
 	m = find_allocator(h, p, t, &n, &ef);
-	if (e->links && (!m || (map_dev(m) == e->dev && m->inode == e->ino)))
-		return 0; /* still the probed file (or no allocator mapped yet) */
+	if (e->links && !m)
+		return -EAGAIN; /* exec'd, its allocator not mapped yet: look again */
+	if (e->links && map_dev(m) == e->dev && m->inode == e->ino) {
+		set_code_range(h, p, m); /* an exec maps it elsewhere */
+		return 0;		 /* still the probed file */
+	}
 	if (e->links) {
 		uprobe_link__release(e->links);
 		e->links = NULL;
@@ -275,6 +302,7 @@ static int attach(struct heap *h, struct proc *p, struct hproc *e)
 		return errno ? -errno : -EINVAL;
 	e->dev = map_dev(m);
 	e->ino = m->inode;
+	set_code_range(h, p, m);
 	h->st.procs++;
 	h->st.procs_total++;
 	pr_debug("pid %d: %d allocator entry points of %s probed", (int)p->pid, n, m->path);
@@ -311,7 +339,6 @@ void heap__check(struct heap *h, struct proc *p)
 		h->nentries++;
 	}
 	e->gen = p->gen;
-	e->recheck = false;
 	/* looked at again when its maps change (an exec may give it another name) */
 	if (!selected(h, p)) {
 		h->st.not_selected++;
@@ -322,7 +349,9 @@ void heap__check(struct heap *h, struct proc *p)
 		return;
 	}
 	err = attach(h, p, e);
-	if (!err)
+	if (err != -EAGAIN)
+		e->recheck = false;
+	if (!err || err == -EAGAIN)
 		return;
 	if (err == -ENOENT) {
 		h->st.no_allocator++;

@@ -58,6 +58,19 @@ sys.stdout.flush()
 os._exit(0)   # exit holding the list: what is in use at exit is the kept bytes
 """
 
+# 1M bytes objects of 100 bytes (133 with the header: pymalloc, 144-byte size class) kept
+PY_SMALL = r"""
+import json, os, sys
+def py_keep_small(keep, i):
+    keep.extend([b"%0100d" % (i * 1000 + k) for k in range(1000)])
+keep = []
+for i in range(1000):
+    py_keep_small(keep, i)
+print(json.dumps({"object_bytes": sum(sys.getsizeof(b) for b in keep) + sys.getsizeof(keep)}))
+sys.stdout.flush()
+os._exit(0)
+"""
+
 SUMMARY_RE = re.compile(r"^mlprof: heap: (\d+) allocations sampled \(one per (\d+) KiB "
                         r"allocated on average, (uprobe session|uretprobe)\), standing for "
                         r"([0-9.]+) MiB in (\d+) objects; ([0-9.]+) MiB in (\d+) objects "
@@ -153,6 +166,39 @@ class RecordHeap(unittest.TestCase):
 
     def test_reuse_per_probe_links(self):
         self.check_reuse("reuse_each", env={"MLPROF_TEST_NO_UPROBE_MULTI": "1"})
+
+    def test_direct_mmap(self):
+        """Direct anonymous mmaps count like allocations and leave at munmap; glibc's own
+        mmap for a 1 MiB malloc counts once, at the malloc."""
+        err, js, path = self.recording("mmap", [], [WORKLOAD, "mmap", "128"])
+        st = heap_stacks(path)
+        inuse = under(st, 3, lambda n: True)
+        kept = js["kept_bytes"] + js["kept_big_bytes"]
+        keep = under(st, 3, lambda n: "mmap_keep_site" in n)
+        big = under(st, 3, lambda n: "big_keep_site" in n)
+        temp = under(st, 3, lambda n: "mmap_temp_site" in n)
+        ctx = "\nin use %.1f MiB of %.1f kept\n%s\n%s" % (inuse / 1048576.0, kept / 1048576.0,
+                                                          top(st, 3), err)
+        self.assertLess(abs(inuse - kept) / kept, INUSE_TOL, ctx)
+        self.assertLess(abs(keep - js["kept_bytes"]) / js["kept_bytes"], 0.2, ctx)
+        self.assertLess(abs(big - js["kept_big_bytes"]) / js["kept_big_bytes"], 0.2, ctx)
+        self.assertLessEqual(temp / inuse, TEMP_MAX, ctx)
+        talloc = under(st, 1, lambda n: "mmap_temp_site" in n)
+        self.assertLess(abs(talloc - js["temp_bytes"]) / js["temp_bytes"], ALLOC_TOL, ctx)
+
+    def test_python_small_objects(self):
+        """pymalloc's small objects live in arenas the interpreter maps itself: seen through
+        its direct mmaps, by the Python line that needed a new arena."""
+        err, js, path = self.recording("pysmall", [], [PYTHON, "-c", PY_SMALL])
+        st = heap_stacks(path)
+        inuse = under(st, 3, lambda n: True)
+        keep = under(st, 3, lambda n: "py_keep_small" in n)
+        ctx = "\nin use %.1f MiB, objects %.1f MiB\n%s\n%s" % (
+            inuse / 1048576.0, js["object_bytes"] / 1048576.0, top(st, 3), err)
+        # the objects (pymalloc size classes round up by 16 bytes) and the list's array
+        self.assertGreater(inuse, 0.85 * js["object_bytes"], ctx)
+        self.assertLess(inuse, 1.3 * js["object_bytes"], ctx)
+        self.assertGreaterEqual(keep / inuse, KEEP_MIN, ctx)
 
     def test_balanced_frees_matched(self):
         err, js, path = self.recording("balanced", [], [WORKLOAD, "balanced", "512"])

@@ -8,6 +8,10 @@
  *                                   mmap threshold (the first free of a mapped 1 MiB
  *                                   block) both come from the heap, and the kept blocks
  *                                   reuse pages the temporaries faulted in.
+ *   heap_workload mmap KEEP_MIB     each step keeps a 256 KiB anonymous mmap (mmap_keep_site),
+ *                                   maps and unmaps a 1 MiB one (mmap_temp_site) and keeps a
+ *                                   1 MiB malloc (big_keep_site: glibc maps it itself,
+ *                                   which must not count twice).
  *   heap_workload balanced MIB      allocates MIB in blocks of mixed sizes (malloc,
  *                                   calloc, realloc, posix_memalign, aligned_alloc) and
  *                                   frees them all: nothing stays in use.
@@ -17,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define KEEP_BYTES  (256u << 10)
 #define TEMP_BYTES  (1u << 20)
@@ -78,6 +83,55 @@ __attribute__((noinline)) static int run_reuse(unsigned long keep_mib)
 	return 0;
 }
 
+__attribute__((noinline)) static void *mmap_keep_site(void)
+{
+	void *p =
+		mmap(NULL, KEEP_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memset(p, 4, KEEP_BYTES);
+	return p;
+}
+
+__attribute__((noinline)) static void mmap_temp_site(void)
+{
+	void *p =
+		mmap(NULL, TEMP_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	memset(p, 5, TEMP_BYTES);
+	munmap(p, TEMP_BYTES);
+}
+
+__attribute__((noinline)) static void *big_keep_site(void)
+{
+	void *p = malloc(TEMP_BYTES);
+
+	if (p)
+		memset(p, 6, TEMP_BYTES);
+	return p;
+}
+
+__attribute__((noinline)) static int run_mmap(unsigned long keep_mib)
+{
+	unsigned long steps = (keep_mib << 20) / KEEP_BYTES, kept = 0, big = 0;
+
+	for (unsigned long i = 0; i < steps; i++) {
+		if ((sink = mmap_keep_site()))
+			kept += KEEP_BYTES;
+		mmap_temp_site();
+		/* one 1 MiB malloc every 4 steps: as many bytes as the kept mappings */
+		if (i % 4 == 0 && (sink = big_keep_site()))
+			big += TEMP_BYTES;
+	}
+	printf("{\"kept_bytes\": %lu, \"kept_big_bytes\": %lu, \"temp_bytes\": %lu}\n", kept, big,
+	       steps * (unsigned long)TEMP_BYTES);
+	fflush(stdout);
+	return 0;
+}
+
 __attribute__((noinline)) static int run_balanced(unsigned long mib)
 {
 	unsigned long total = 0, target = mib << 20, i = 0;
@@ -115,6 +169,8 @@ int main(int argc, char **argv)
 		return run_balanced(mib);
 	if (argc > 1 && !strcmp(argv[1], "reuse"))
 		return run_reuse(mib);
-	fprintf(stderr, "usage: heap_workload reuse|balanced MIB\n");
+	if (argc > 1 && !strcmp(argv[1], "mmap"))
+		return run_mmap(mib);
+	fprintf(stderr, "usage: heap_workload reuse|mmap|balanced MIB\n");
 	return 2;
 }
