@@ -22,12 +22,16 @@ The same checks run with uprobe sessions (Linux 6.13+: a return probe only for s
 calls), with entry and return probes on every call (MLPROF_TEST_NO_UPROBE_SESSION=1), and
 with one perf-event link per probe (MLPROF_TEST_NO_UPROBE_MULTI=1).
 """
+import glob
 import os
 import re
+import signal
+import subprocess
+import time
 import unittest
 
 import pprof_reader
-from itutil import WL_DIR, need_root, record, run_main, tmpdir
+from itutil import MLPROF, WL_DIR, free_port, need_root, record, run_main, tmpdir
 
 WORKLOAD = os.path.join(WL_DIR, "heap_workload")
 KEEP_MIB = 256
@@ -238,6 +242,50 @@ class RecordHeap(unittest.TestCase):
         self.assertTrue(any(has_chain(n, ["py_keep", "py_main"]) for n, v in st if v[3]), ctx)
         talloc = under(st, 1, lambda n: "py_temp" in n)
         self.assertLess(abs(talloc - js["temp_bytes"]) / js["temp_bytes"], ALLOC_TOL, ctx)
+
+    def test_diff(self):
+        """mlprof diff compares heap profiles: the in-use view by default."""
+        _, _, a = self.recording("reuse", [], [WORKLOAD, "reuse", str(KEEP_MIB)])
+        _, _, b = self.recording("mmap", [], [WORKLOAD, "mmap", "128"])
+        cp = subprocess.run([MLPROF, "diff", a, b], capture_output=True, text=True, timeout=60)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertIn("sample type: inuse_space (bytes)", cp.stdout)
+        for fn in ("keep_site", "mmap_keep_site"):
+            self.assertRegex(cp.stdout, r"(?m) %s$" % fn, cp.stdout)
+
+    def test_agent_selected_process(self):
+        """The agent profiles the heap of the processes --heap names, pushed (here: written)
+        as memory_heap with the in-use view at each window's end."""
+        d = tmpdir()
+        out = os.path.join(d, "out")
+        port = free_port()
+        log = open(os.path.join(d, "agent.log"), "w")
+        agent = subprocess.Popen([MLPROF, "agent", "--output-dir", out, "--upload-interval",
+                                  "2", "--heap", "heap_workload,nothing_else", "--cuda", "none",
+                                  "--memory=false", "--metrics-addr", "127.0.0.1:%d" % port],
+                                 stdout=log, stderr=subprocess.STDOUT)
+        try:
+            time.sleep(2)
+            self.assertIsNone(agent.poll(), open(log.name).read())
+            # the workload holds its memory for a while: the windows see it in use
+            wl = subprocess.run(["bash", "-c", "%s reuse %d && sleep 3" % (WORKLOAD, KEEP_MIB)],
+                                capture_output=True, text=True, timeout=60)
+            self.assertEqual(wl.returncode, 0, wl.stderr)
+            time.sleep(3)
+        finally:
+            agent.send_signal(signal.SIGINT)
+            agent.wait(timeout=30)
+        files = glob.glob(os.path.join(out, "**", "*memory_heap*.pb.gz"), recursive=True)
+        self.assertTrue(files, "no memory_heap profile in %s:\n%s" % (
+            sorted(os.listdir(out)) if os.path.isdir(out) else out, open(log.name).read()))
+        best = (0, 0)
+        for f in files:
+            st = heap_stacks(f)
+            best = max(best, (under(st, 3, lambda n: "keep_site" in n), under(st, 3, lambda n: True)))
+        # the agent probes a process from when it first sees it (its first CPU sample or
+        # mapping event), not from its start: part of what it kept before is not counted
+        self.assertGreater(best[0], 0.5 * (KEEP_MIB << 20), "in use under keep_site: %d" % best[0])
+        self.assertGreaterEqual(best[0] / best[1], KEEP_MIN, best)
 
     def test_off_by_default(self):
         d = tmpdir()
