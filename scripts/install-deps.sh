@@ -26,6 +26,8 @@ if [ "$want_test" = 1 ]; then
 	# debuginfod server (it.debuginfod); Debian's rustc where none is on PATH (rustup), for
 	# the Rust test program (it.record_rust)
 	pkgs+=(debuginfod)
+	# the allocators the heap profile probes when a process maps them (it.record_heap)
+	pkgs+=(libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)
 	# a test certificate for the HTTPS backend of it.signals
 	pkgs+=(openssl)
 	# a freezable file system for the spool (it.agent_spool_stall: mkfs.ext4, fsfreeze)

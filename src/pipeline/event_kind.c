@@ -183,8 +183,10 @@ static const struct event_kind kinds[MLPROF_SK__COUNT] = {
 			.kind = MLPROF_SK_MEMORY,
 			.name = "memory",
 			.series_name = "memory",
-			.title = "memory growth: anonymous memory brought in, and still in use, by "
-				 "site",
+			.title =
+				"memory growth: anonymous memory brought in by page faults, by the "
+				"code that first touched it (not who holds it: --heap), and still "
+				"in use",
 			.n_values = 2,
 			.values = {{"alloc_space", "bytes"}, {"inuse_space", "bytes"}},
 			.period_type = {"space", "bytes"},

@@ -243,6 +243,27 @@ class RecordHeap(unittest.TestCase):
         talloc = under(st, 1, lambda n: "py_temp" in n)
         self.assertLess(abs(talloc - js["temp_bytes"]) / js["temp_bytes"], ALLOC_TOL, ctx)
 
+    def test_replacement_allocators(self):
+        """jemalloc, tcmalloc and mimalloc preloaded: their malloc is what the program calls,
+        so it is theirs that is probed (glibc's would see nothing)."""
+        libs = {"jemalloc": "libjemalloc.so.2", "tcmalloc": "libtcmalloc_minimal.so.4",
+                "mimalloc": "libmimalloc.so.2"}
+        for name, lib in libs.items():
+            with self.subTest(allocator=name):
+                path = os.path.join("/usr/lib/x86_64-linux-gnu", lib)
+                if not os.path.exists(path):
+                    self.skipTest("%s not installed (scripts/install-deps.sh --test)" % lib)
+                err, js, heap = self.recording(name, [], [WORKLOAD, "reuse", "128"],
+                                               env={"LD_PRELOAD": path})
+                st = heap_stacks(heap)
+                inuse = under(st, 3, lambda n: True)
+                keep = under(st, 3, lambda n: "keep_site" in n)
+                kept = js["kept_bytes"] + js["kept_small_bytes"]
+                ctx = "\n%s: in use %.1f MiB of %.1f kept\n%s\n%s" % (
+                    name, inuse / 1048576.0, kept / 1048576.0, top(st, 3), err)
+                self.assertLess(abs(keep - js["kept_bytes"]) / js["kept_bytes"], 0.2, ctx)
+                self.assertGreaterEqual(keep / inuse, KEEP_MIN, ctx)
+
     def test_diff(self):
         """mlprof diff compares heap profiles: the in-use view by default."""
         _, _, a = self.recording("reuse", [], [WORKLOAD, "reuse", str(KEEP_MIB)])
