@@ -154,8 +154,10 @@ class RecordHeap(unittest.TestCase):
         tobj = under(st, 0, lambda n: "temp_site" in n)
         self.assertLess(abs(talloc - js["temp_bytes"]) / js["temp_bytes"], ALLOC_TOL,
                         "temp_site allocated %d of %d\n%s" % (talloc, js["temp_bytes"], err))
+        # objects: ~885 of 1024 sampled, each standing for 1.16: sd ~1.2% (rounding each to
+        # the nearest counted 13.5% too few)
         steps = js["temp_bytes"] >> 20
-        self.assertLess(abs(tobj - steps) / steps, ALLOC_TOL,
+        self.assertLess(abs(tobj - steps) / steps, 0.06,
                         "temp_site objects %d of %d" % (tobj, steps))
         # summary agrees with the profile
         self.assertAlmostEqual(float(m.group(6)), inuse / 1048576.0, delta=0.2)
