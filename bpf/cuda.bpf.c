@@ -48,9 +48,13 @@ struct {
  */
 struct cuda_count_key {
 	__u32 pid;
-	__u32 kind; /* enum mlprof_sample_kind */
-	__u64 what; /* launched function / handle, 0 for other kinds */
+	__u32 kind;   /* enum mlprof_sample_kind */
+	__u64 what;   /* launched function / handle, 0 for other kinds */
+	__u64 window; /* CLOCK_MONOTONIC / count_window_ns (the agent's window), else 0 */
 };
+
+/* Counts are kept per window of this many ns (the agent's upload interval); 0: one window. */
+const volatile __u64 count_window_ns = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -98,6 +102,9 @@ struct {
 static __always_inline void count_event(__u32 pid, __u32 kind, __u64 what)
 {
 	struct cuda_count_key key = {.pid = pid, .kind = kind, .what = what};
+
+	if (count_window_ns)
+		key.window = bpf_ktime_get_ns() / count_window_ns;
 	__u64 one = 1, *v;
 
 	stat_inc(MLPROF_STAT_CUDA_EVENTS);

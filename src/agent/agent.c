@@ -199,6 +199,9 @@ static void pipeline_cfg(const struct agent_config *c, struct pipeline_config *o
 		.memory = c->memory,
 		.memory_sample_bytes = (uint64_t)c->memory_sample_kib * 1024,
 		.cuda_budget = c->cuda_rate / 10,
+		/* exact counts per window, so that each window's stacks are calibrated to its own
+		 */
+		.cuda_count_window_ns = (uint64_t)c->upload_interval_s * 1000000000ull,
 		.cuda_no_hold = !c->cuda_hold,
 		.cuda_preload = true,
 		.memory_budget = c->memory_rate / 10,

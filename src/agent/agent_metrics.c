@@ -53,6 +53,7 @@ enum {
 	M_SPOOL_FILES,
 	M_QUEUE_BYTES,
 	M_WINDOWS,
+	M_CUDA_UNPLACED,
 	M_CPU,
 	M_RELOADS,
 	M_K8S_FETCH,
@@ -205,6 +206,10 @@ static const struct {
 	[M_SPOOL_FILES] = {"mlprof_spool_files", METRIC_GAUGE, "Files in the disk spool"},
 	[M_QUEUE_BYTES] = {"mlprof_queue_bytes", METRIC_GAUGE,
 			   "Bytes in the in-memory export queue"},
+	[M_CUDA_UNPLACED] = {"mlprof_cuda_uncalibrated_calls_total", METRIC_COUNTER,
+			     "CUDA launches, graph launches and NCCL calls counted in a window "
+			     "in which no stack of their process was captured (not in its "
+			     "profiles)"},
 	[M_WINDOWS] = {"mlprof_windows_total", METRIC_COUNTER,
 		       "Upload windows closed (including empty ones)"},
 	[M_CPU] = {"mlprof_processing_cpu_seconds_total", METRIC_COUNTER,
@@ -331,6 +336,7 @@ static void collect(struct metrics *m, void *ctx)
 	metrics__set(m, id[M_SPOOL_FILES], NULL, NULL, (double)es.spool_files, 0);
 	metrics__set(m, id[M_QUEUE_BYTES], NULL, NULL, (double)es.queue_bytes, 0);
 	metrics__set(m, id[M_WINDOWS], NULL, NULL, (double)c.windows, 0);
+	metrics__set(m, id[M_CUDA_UNPLACED], NULL, NULL, (double)c.calib_unplaced, 0);
 	metrics__set(m, id[M_CPU], NULL, NULL, (double)ps.cpu_ns / 1e9, 0);
 	metrics__set(m, id[M_RELOADS], "result", "ok", (double)c.reload_ok, 0);
 	metrics__set(m, id[M_RELOADS], "result", "error", (double)c.reload_err, 0);

@@ -59,6 +59,9 @@ struct agent_counters {
 	uint64_t drops[DROP__COUNT];
 	uint64_t profiled, overflow, profiles_built, encode_errors, submit_errors, windows,
 		empty_windows, reload_ok, reload_err, clock_steps;
+	/* CUDA stacks calibrated to the exact counts at each window's end */
+	int64_t calib_before, calib_after, calib_unplaced;
+	uint64_t calib_errors;
 };
 
 /* Memory in use at the end of the last window, per series (for alerts on steady growth). */

@@ -10,6 +10,7 @@
 #include "agent/agent_state.h"
 #include "agent/agent_window.h"
 #include "export/exporter.h"
+#include "pipeline/cuda_calibrate.h"
 #include "pipeline/event_kind.h"
 #include "profile/output.h"
 #include "profile/profile.h"
@@ -171,6 +172,33 @@ static void note_inuse(struct agent *a, const struct series *s)
 	e->bytes = profile__total(s->prof, s->kind->n_values - 1); /* inuse_space: the last */
 }
 
+/*
+ * The window's sampled CUDA launch, graph and NCCL stacks calibrated to BPF's exact counts
+ * of that window (counted per window: calls in the grace period belong to the next one).
+ */
+static void calibrate_cuda(struct agent *a, struct window *w)
+{
+	struct profile **prof = malloc((size_t)(w->n ? w->n : 1) * sizeof(*prof));
+	enum mlprof_sample_kind *kind = malloc((size_t)(w->n ? w->n : 1) * sizeof(*kind));
+	struct calib_stats st = {0};
+
+	if (prof && kind) {
+		for (int i = 0; i < w->n; i++) {
+			prof[i] = w->list[i]->prof;
+			kind[i] = w->list[i]->kind->kind;
+		}
+		if (cuda_calibrate__window(a->pl, w->idx, prof, kind, (size_t)w->n, &st))
+			a->c.calib_errors++;
+		a->c.calib_before += st.before;
+		a->c.calib_after += st.after;
+		a->c.calib_unplaced += st.unplaced;
+	} else {
+		a->c.calib_errors++;
+	}
+	free(prof);
+	free(kind);
+}
+
 /* Encodes and submits every series of a window, then empties it for window idx next. */
 void agent_window__flush(struct agent *a, struct window *w, uint64_t next_idx, int64_t dur_ns)
 {
@@ -178,6 +206,8 @@ void agent_window__flush(struct agent *a, struct window *w, uint64_t next_idx, i
 	int sent = 0;
 
 	a->c.windows++;
+	if (w->n)
+		calibrate_cuda(a, w);
 	if (!w->n) {
 		a->c.empty_windows++;
 		pr_debug("window %" PRIu64 ": no samples", w->idx);

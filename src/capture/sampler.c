@@ -71,6 +71,7 @@ struct sampler {
 	int cuda_err;		   /* loading them failed (-errno): not tried again */
 	bool cuda_multi;	   /* ... loaded for uprobe_multi links */
 	uint32_t cuda_budget;
+	uint64_t cuda_count_window_ns;
 	struct memory_bpf *memory; /* NULL unless memory growth is on */
 	struct fault_duty *duty;   /* NULL unless its page-fault programs are duty-cycled */
 	struct bpf_link **links;   /* one per attached perf event */
@@ -448,6 +449,7 @@ static int cuda_setup(struct sampler *s)
 	}
 	if (s->cuda_budget)
 		o->rodata->cuda_budget = s->cuda_budget;
+	o->rodata->count_window_ns = s->cuda_count_window_ns;
 	err = share_capture(s, o, "CUDA");
 	if (err)
 		return err;
@@ -641,6 +643,7 @@ struct cuda_count_key {
 	__u32 pid;
 	__u32 kind;
 	__u64 what;
+	__u64 window;
 };
 
 /* See sampler_share.h. */
@@ -679,7 +682,8 @@ struct counts_walk {
 	int fd;
 	pid_t pid;
 	bool take;
-	void (*cb)(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t count);
+	uint64_t max_window;
+	sampler_count_cb cb;
 	void *ctx;
 };
 
@@ -689,20 +693,19 @@ static int count_visit(const void *k, void *ctx)
 	struct counts_walk *w = ctx;
 	__u64 v;
 
-	if (w->pid > 0 && key->pid != (__u32)w->pid)
+	if ((w->pid > 0 && key->pid != (__u32)w->pid) || key->window > w->max_window)
 		return 0;
 	if (!bpf_map_lookup_elem(w->fd, key, &v))
-		w->cb(w->ctx, key->pid, key->kind, key->what, v);
+		w->cb(w->ctx, key->pid, key->kind, key->what, key->window, v);
 	return w->take;
 }
 
 /* See sampler.h. */
-int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take,
-			 void (*cb)(void *ctx, uint32_t pid, uint32_t kind, uint64_t what,
-				    uint64_t count),
-			 void *ctx)
+int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take, uint64_t max_window,
+			 sampler_count_cb cb, void *ctx)
 {
-	struct counts_walk w = {.pid = pid, .take = take, .cb = cb, .ctx = ctx};
+	struct counts_walk w = {
+		.pid = pid, .take = take, .max_window = max_window, .cb = cb, .ctx = ctx};
 
 	if (!s || !s->cuda_allowed)
 		return -ENOTSUP;
@@ -856,6 +859,7 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 	}
 	s->cuda_allowed = cfg->cuda;
 	s->cuda_budget = cfg->cuda_budget;
+	s->cuda_count_window_ns = cfg->cuda_count_window_ns;
 	if (cfg->memory) {
 		err = memory_setup(s, cfg);
 		if (err)

@@ -28,13 +28,14 @@ struct sampler_config {
 	uint32_t offcpu_budget; /* off-CPU stack captures per CPU per 100 ms (sampling) */
 	bool cuda;		/* load the CUDA/NCCL uprobe programs (attached per library) */
 	uint32_t cuda_budget;	/* CUDA stack captures per CPU per 100 ms (sampling) */
-	bool hold_cuda_maps;	/* stop a process mapping a CUDA/NCCL library until
-				 * sampler__release (capture/hold.h) */
-	bool memory;		/* memory growth: anonymous write faults, releases */
-	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack */
-	uint32_t memory_budget;	      /* memory stack captures per CPU per 100 ms (sampling) */
-	uint64_t memory_max_faults;   /* page faults per CPU per second above which the fault
-				       * programs run in random slots (fault_duty.h); 0: always */
+	uint64_t cuda_count_window_ns; /* exact counts kept per window this long (0: one) */
+	bool hold_cuda_maps;	       /* stop a process mapping a CUDA/NCCL library until
+					* sampler__release (capture/hold.h) */
+	bool memory;		       /* memory growth: anonymous write faults, releases */
+	uint64_t memory_sample_bytes;  /* mean faulted bytes per captured stack */
+	uint32_t memory_budget;	       /* memory stack captures per CPU per 100 ms (sampling) */
+	uint64_t memory_max_faults;    /* page faults per CPU per second above which the fault
+					* programs run in random slots (fault_duty.h); 0: always */
 };
 
 struct uprobe_link;
@@ -79,13 +80,15 @@ struct uprobe_link *sampler__attach_probes(struct sampler *s, const char *path,
 					   const struct sampler_probe *probes, int n);
 
 /*
- * Reads the exact CUDA call counts: cb(pid, kind, what, count) for each entry (of process
- * pid only when pid > 0; with take, those entries are deleted from the map).
+ * Reads the exact CUDA call counts: cb(pid, kind, what, window, count) for each entry of a
+ * window <= max_window (UINT64_MAX: all; of process pid only when pid > 0); with take,
+ * those entries are deleted from the map. window: CLOCK_MONOTONIC ns / the config's
+ * cuda_count_window_ns at the call (0 without windows).
  */
-int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take,
-			 void (*cb)(void *ctx, uint32_t pid, uint32_t kind, uint64_t what,
-				    uint64_t count),
-			 void *ctx);
+typedef void (*sampler_count_cb)(void *ctx, uint32_t pid, uint32_t kind, uint64_t what,
+				 uint64_t window, uint64_t count);
+int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take, uint64_t max_window,
+			 sampler_count_cb cb, void *ctx);
 
 /*
  * Continues process pid, held at a CUDA/NCCL library mmap (an MLPROF_EV_MAP_EXEC record

@@ -8,6 +8,9 @@
 #ifndef MLPROF_CUDA_CALIBRATE_H
 #define MLPROF_CUDA_CALIBRATE_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include <mlprof/sample.h>
 
 #include "profile/calibrate.h"
@@ -22,5 +25,16 @@ struct profile;
  */
 int cuda_calibrate__profiles(struct pipeline *pl, struct profile *const prof[MLPROF_SK__COUNT],
 			     struct calib_stats out[MLPROF_SK__COUNT]);
+
+/*
+ * The agent's window (pipeline_config.cuda_count_window_ns): takes the exact counts of
+ * window and calibrates each profile prof[i] of kind kind[i] (launches, graph launches,
+ * NCCL; others are left alone) to the counts of the processes it has samples of (a series
+ * holds one service's). total sums what changed; total->unplaced counts the calls of
+ * processes no profile had a sample of. Returns 0 or -ENOMEM.
+ */
+int cuda_calibrate__window(struct pipeline *pl, uint64_t window, struct profile *const *prof,
+			   const enum mlprof_sample_kind *kind, size_t n,
+			   struct calib_stats *total);
 
 #endif

@@ -36,7 +36,7 @@
 struct done_count {
 	pid_t pid;
 	uint32_t kind;
-	uint64_t what, count;
+	uint64_t what, window, count;
 	char *name;
 };
 
@@ -475,7 +475,8 @@ static bool has_parked(const struct pipeline *pl, uint32_t pid)
 	return false;
 }
 
-static void count_keep(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t count);
+static void count_keep(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t window,
+		       uint64_t count);
 
 /*
  * Whether a launch count of exited process pid cannot be named yet because the index of
@@ -489,10 +490,12 @@ struct name_check {
 
 static const char *count_name(struct pipeline *pl, uint32_t pid, uint32_t kind, uint64_t what);
 
-static void check_one(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t count)
+static void check_one(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t window,
+		      uint64_t count)
 {
 	struct name_check *nc = ctx;
 
+	(void)window;
 	(void)count;
 	if (nc->pending || kind != MLPROF_SK_CUDA_LAUNCH)
 		return;
@@ -508,7 +511,7 @@ static bool counts_wait_index(struct pipeline *pl, pid_t pid)
 	/* no index being built: every name is final (and the counts map is not walked twice) */
 	if (!pl->cuda || !symcache__wait(pl->syms, 0))
 		return false;
-	sampler__cuda_counts(pl->sampler, pid, false, check_one, &nc);
+	sampler__cuda_counts(pl->sampler, pid, false, UINT64_MAX, check_one, &nc);
 	return nc.pending;
 }
 
@@ -519,7 +522,7 @@ static bool counts_wait_index(struct pipeline *pl, pid_t pid)
 static void forget_exited(struct pipeline *pl, pid_t pid)
 {
 	if (pl->cuda) {
-		sampler__cuda_counts(pl->sampler, pid, true, count_keep, pl);
+		sampler__cuda_counts(pl->sampler, pid, true, UINT64_MAX, count_keep, pl);
 		cuda__forget(pl->cuda, pid);
 	}
 	if (pl->py)
@@ -672,6 +675,8 @@ struct count_ctx {
 	struct pipeline *pl;
 	pipeline_count_cb cb;
 	void *ctx;
+	bool only_window; /* only the counts of window (older ones are dropped) */
+	uint64_t window;
 };
 
 /* The kernel name of a launch count's function (NULL for other kinds). */
@@ -704,16 +709,20 @@ static const char *count_name(struct pipeline *pl, uint32_t pid, uint32_t kind, 
 	return name;
 }
 
-static void count_one(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t count)
+static void count_one(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t window,
+		      uint64_t count)
 {
 	struct count_ctx *cc = ctx;
 
+	if (cc->only_window && window != cc->window)
+		return;
 	cc->cb(cc->ctx, (pid_t)pid, (enum mlprof_sample_kind)kind, what,
 	       count_name(cc->pl, pid, kind, what), count);
 }
 
 /* Keeps the counts of an exiting process, named while its names and maps are known. */
-static void count_keep(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t count)
+static void count_keep(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, uint64_t window,
+		       uint64_t count)
 {
 	struct pipeline *pl = ctx;
 	const char *name = count_name(pl, pid, kind, what);
@@ -736,6 +745,7 @@ static void count_keep(void *ctx, uint32_t pid, uint32_t kind, uint64_t what, ui
 	d->pid = (pid_t)pid;
 	d->kind = kind;
 	d->what = what;
+	d->window = window;
 	d->count = count;
 	pl->ndone++;
 }
@@ -748,7 +758,31 @@ int pipeline__cuda_counts(struct pipeline *pl, pipeline_count_cb cb, void *ctx)
 	for (size_t i = 0; i < pl->ndone; i++)
 		cb(ctx, pl->done[i].pid, (enum mlprof_sample_kind)pl->done[i].kind,
 		   pl->done[i].what, pl->done[i].name, pl->done[i].count);
-	return sampler__cuda_counts(pl->sampler, 0, false, count_one, &cc);
+	return sampler__cuda_counts(pl->sampler, 0, false, UINT64_MAX, count_one, &cc);
+}
+
+/* See pipeline.h. */
+int pipeline__cuda_counts_take(struct pipeline *pl, uint64_t window, pipeline_count_cb cb,
+			       void *ctx)
+{
+	struct count_ctx cc = {
+		.pl = pl, .cb = cb, .ctx = ctx, .only_window = true, .window = window};
+	size_t k = 0;
+
+	for (size_t i = 0; i < pl->ndone; i++) {
+		struct done_count *d = &pl->done[i];
+
+		if (d->window > window) {
+			pl->done[k++] = *d;
+			continue;
+		}
+		if (d->window == window)
+			cb(ctx, d->pid, (enum mlprof_sample_kind)d->kind, d->what, d->name,
+			   d->count);
+		free(d->name);
+	}
+	pl->ndone = k;
+	return sampler__cuda_counts(pl->sampler, 0, true, window, count_one, &cc);
 }
 
 struct snap_ctx {
@@ -1128,6 +1162,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	scfg.offcpu_budget = cfg->offcpu_budget;
 	scfg.cuda = cfg->cuda_on;
 	scfg.cuda_budget = cfg->cuda_budget;
+	scfg.cuda_count_window_ns = cfg->cuda_count_window_ns;
 	scfg.hold_cuda_maps = !cfg->cuda_no_hold;
 	scfg.memory = cfg->memory;
 	scfg.memory_sample_bytes = cfg->memory_sample_bytes;

@@ -52,22 +52,24 @@ struct pipeline_config {
 	bool python;			  /* read Python frames of CPython 3.10+ processes */
 	enum pipeline_lines source_lines; /* native source file and line from DWARF (libdw) */
 	size_t python_cache_bytes;	  /* bound on decoded Python code objects (0 = 8 MiB) */
-	bool offcpu;		      /* also sample threads leaving the CPU (MLPROF_SK_OFFCPU) */
-	uint64_t offcpu_min_ns;	      /* shortest off-CPU interval reported (0: all) */
-	uint32_t offcpu_budget;	      /* off-CPU captures per CPU per 100 ms (0 = 50) */
-	bool cuda_on;		      /* attach CUDA/NCCL probes to the libraries processes map */
-	struct cuda_config cuda;      /* ... which families */
-	uint32_t cuda_budget;	      /* CUDA stack captures per CPU per 100 ms (0 = 50) */
-	bool cuda_preload;	      /* load the CUDA/NCCL programs at start (the agent: the
-				       * first hold then takes ms, not the verifier's ~0.2 s) */
-	bool cuda_no_hold;	      /* do not stop a process mapping a CUDA/NCCL library until
-				       * its probes are attached (they may then miss its first
-				       * calls) */
-	bool memory;		      /* memory growth (MLPROF_SK_MEMORY) */
-	uint64_t memory_sample_bytes; /* mean faulted bytes per captured stack (0 = 512 KiB) */
-	uint32_t memory_budget;	      /* memory stack captures per CPU per 100 ms (0 = 50) */
-	uint64_t memory_max_faults;   /* see sampler_config (0: fault programs always attached) */
-	bool heap;		      /* heap allocations by site (MLPROF_SK_HEAP, memory/heap.h) */
+	bool offcpu;		       /* also sample threads leaving the CPU (MLPROF_SK_OFFCPU) */
+	uint64_t offcpu_min_ns;	       /* shortest off-CPU interval reported (0: all) */
+	uint32_t offcpu_budget;	       /* off-CPU captures per CPU per 100 ms (0 = 50) */
+	bool cuda_on;		       /* attach CUDA/NCCL probes to the libraries processes map */
+	struct cuda_config cuda;       /* ... which families */
+	uint32_t cuda_budget;	       /* CUDA stack captures per CPU per 100 ms (0 = 50) */
+	uint64_t cuda_count_window_ns; /* exact CUDA counts kept per window this long (the
+					* agent's interval; 0: one window, record) */
+	bool cuda_preload;	       /* load the CUDA/NCCL programs at start (the agent: the
+					* first hold then takes ms, not the verifier's ~0.2 s) */
+	bool cuda_no_hold;	       /* do not stop a process mapping a CUDA/NCCL library until
+					* its probes are attached (they may then miss its first
+					* calls) */
+	bool memory;		       /* memory growth (MLPROF_SK_MEMORY) */
+	uint64_t memory_sample_bytes;  /* mean faulted bytes per captured stack (0 = 512 KiB) */
+	uint32_t memory_budget;	       /* memory stack captures per CPU per 100 ms (0 = 50) */
+	uint64_t memory_max_faults;    /* see sampler_config (0: fault programs always attached) */
+	bool heap; /* heap allocations by site (MLPROF_SK_HEAP, memory/heap.h) */
 	struct heap_config heap_cfg;
 };
 
@@ -152,6 +154,13 @@ int pipeline__snapshot(struct pipeline *pl, uint64_t time_ns);
 typedef void (*pipeline_count_cb)(void *ctx, pid_t pid, enum mlprof_sample_kind kind, uint64_t what,
 				  const char *name, uint64_t count);
 int pipeline__cuda_counts(struct pipeline *pl, pipeline_count_cb cb, void *ctx);
+/*
+ * The agent's windows (pipeline_config.cuda_count_window_ns): calls cb for the exact counts
+ * of window (CLOCK_MONOTONIC ns / the window length) and takes them, and drops those of
+ * older windows (sent already). 0 or -errno.
+ */
+int pipeline__cuda_counts_take(struct pipeline *pl, uint64_t window, pipeline_count_cb cb,
+			       void *ctx);
 /* Bytes of memory growth (kind MLPROF_SK_MEMORY) or device memory in use by process pid. */
 int64_t pipeline__inuse(struct pipeline *pl, enum mlprof_sample_kind kind, pid_t pid);
 /*

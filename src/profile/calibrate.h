@@ -26,6 +26,7 @@ struct calib_stats {
 	size_t groups;	       /* targets (merged by pid and leaf) that samples matched */
 	size_t added;	       /* targets no sample matched: added as one stack-less sample */
 	int64_t before, after; /* total value over the calibrated samples, before and after */
+	int64_t unplaced;      /* counts no profile had a sample of their process for */
 };
 
 /*

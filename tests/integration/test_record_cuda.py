@@ -308,6 +308,58 @@ class Cuda13Sampled(unittest.TestCase):
         self.assertEqual(total(st, lambda names, l: chain_ok(names, chain)), a)
 
 
+class AgentCalibrated(unittest.TestCase):
+    """The agent's windows: launches over several 2 s windows, sampled (--cuda-rate 100 per
+    CPU per second against ~4000 launches a second); BPF counts per window, and each
+    window's stacks are calibrated to its own counts, so every kernel's weight summed over
+    the windows is its exact count (uncalibrated, the estimate is off by a few percent;
+    counted per process instead of per window, the grace period's launches went to the
+    wrong window)."""
+
+    def test_windows_sum_to_exact_counts(self):
+        exe = os.path.join(CUDA_DIR, "cuda_launch_shared")
+        need(self, exe, why=SKIP_NVCC)
+        RAN.append("agent")
+        d = tmpdir()
+        out = os.path.join(d, "out")
+        logpath = os.path.join(d, "agent.log")
+        log = open(logpath, "w")
+
+        def logtext():
+            with open(logpath) as f:
+                return f.read()[-3000:]
+
+        agent = subprocess.Popen(
+            [MLPROF, "agent", "--output-dir", out, "--upload-interval", "2", "--cuda",
+             "launches", "--cuda-rate", "100", "--memory=false", "--process-regex",
+             "cuda_launch_shared", "--metrics-addr", "127.0.0.1:0"],
+            stdout=log, stderr=subprocess.STDOUT)
+        try:
+            time.sleep(2)
+            self.assertIsNone(agent.poll(), logtext())
+            cp = subprocess.run([exe, "2500", "0"], capture_output=True, text=True, timeout=120)
+            self.assertEqual(cp.returncode, 0, cp.stderr)
+            js = json.loads(cp.stdout.strip().splitlines()[-1])
+            time.sleep(3.5)  # the last window closes (2 s + grace)
+        finally:
+            agent.send_signal(signal.SIGINT)
+            agent.wait(timeout=60)
+            log.close()
+        files = glob.glob(os.path.join(out, "**", "*cuda_launches*.pb.gz"), recursive=True)
+        ctx = "\nfiles %s\nagent log:\n%s" % (sorted(files), logtext())
+        self.assertGreaterEqual(len(files), 2, "launches should span windows" + ctx)
+        got = {K_ALPHA: 0, K_BETA: 0, K_GAMMA: 0}
+        stacks = 0
+        for f in files:
+            for names, v, l in load(f):
+                if names and names[0] in got:
+                    got[names[0]] += v[0]
+                    stacks += 1
+        want = {K_ALPHA: js["alpha"], K_BETA: js["beta"], K_GAMMA: js["gamma"]}
+        self.assertLess(stacks, sum(want.values()) * 0.2, "launches were not sampled" + ctx)
+        self.assertEqual(got, want, ctx)
+
+
 # --- CUDA 12 runtime -----------------------------------------------------------------
 
 class Cuda12(unittest.TestCase):
