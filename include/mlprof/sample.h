@@ -26,16 +26,17 @@
 
 /* Every ring-buffer record starts with this type tag. */
 enum mlprof_event_type {
-	MLPROF_EV_SAMPLE = 1,	   /* struct mlprof_sample: a stack sample */
-	MLPROF_EV_EXEC = 2,	   /* struct mlprof_proc_event: process called execve */
-	MLPROF_EV_EXIT = 3,	   /* struct mlprof_proc_event: last thread of a process exited */
-	MLPROF_EV_FORK = 4,	   /* struct mlprof_proc_event: new process (ppid = parent tgid) */
-	MLPROF_EV_SAMPLE_END = 5,  /* struct mlprof_sample_end: value for an earlier sample */
-	MLPROF_EV_CUDA_NAME = 6,   /* struct mlprof_cuda_name: a kernel handle's name */
-	MLPROF_EV_CUDA_FREE = 7,   /* struct mlprof_free: device memory freed */
-	MLPROF_EV_MAP_EXEC = 8,	   /* struct mlprof_proc_event: a file was mapped executable */
-	MLPROF_EV_MEM_RELEASE = 9, /* struct mlprof_mem_release: memory given back */
-	MLPROF_EV_HEAP_FREE = 10,  /* struct mlprof_free: a sampled heap block freed */
+	MLPROF_EV_SAMPLE = 1,	    /* struct mlprof_sample: a stack sample */
+	MLPROF_EV_EXEC = 2,	    /* struct mlprof_proc_event: process called execve */
+	MLPROF_EV_EXIT = 3,	    /* struct mlprof_proc_event: last thread of a process exited */
+	MLPROF_EV_FORK = 4,	    /* struct mlprof_proc_event: new process (ppid = parent tgid) */
+	MLPROF_EV_SAMPLE_END = 5,   /* struct mlprof_sample_end: value for an earlier sample */
+	MLPROF_EV_CUDA_NAME = 6,    /* struct mlprof_cuda_name: a kernel handle's name */
+	MLPROF_EV_CUDA_FREE = 7,    /* struct mlprof_free: device memory freed */
+	MLPROF_EV_MAP_EXEC = 8,	    /* struct mlprof_proc_event: a file was mapped executable */
+	MLPROF_EV_MEM_RELEASE = 9,  /* struct mlprof_mem_release: memory given back */
+	MLPROF_EV_HEAP_FREE = 10,   /* struct mlprof_free: a sampled heap block freed */
+	MLPROF_EV_TORCH_SCOPE = 11, /* struct mlprof_torch_scope (mlprof/torch.h) */
 };
 
 /*
@@ -214,6 +215,7 @@ enum mlprof_bpf_stat {
 	MLPROF_STAT_HEAP_SAMPLED,    /* heap allocations sampled (stack captured) */
 	MLPROF_STAT_HEAP_LIVE_FULL,  /* ... not tracked until their free: the live table was full */
 	MLPROF_STAT_HEAP_LOST,	     /* heap end/free events lost to a full ring buffer */
+	MLPROF_STAT_TORCH_LOST,	     /* PyTorch scope events lost to a full ring buffer */
 	MLPROF_STAT__COUNT,
 };
 

@@ -136,6 +136,8 @@ const char *sampler__stat_name(enum mlprof_bpf_stat stat)
 		return "heap_live_full";
 	case MLPROF_STAT_HEAP_LOST:
 		return "heap_lost";
+	case MLPROF_STAT_TORCH_LOST:
+		return "torch_scope_lost";
 	case MLPROF_STAT_CUDA_EVENTS:
 		return "cuda_events";
 	case MLPROF_STAT_CUDA_CAPTURED:

@@ -62,6 +62,7 @@ struct record_opts {
 	unsigned long memory_max_faults; /* faults per busy CPU per second seen whole */
 	bool memory;			 /* memory-growth profile (default on) */
 	bool heap;			 /* heap profile by allocation site (--heap) */
+	bool no_steps;			 /* no PyTorch training-step breakdown */
 	unsigned long heap_sample_kib;
 	bool cuda_no_hold; /* --no-cuda-hold */
 	unsigned long memory_sample_kib;
@@ -147,6 +148,12 @@ static void usage(FILE *f)
 		"                           memalign ~14 us on a VM): see README\n"
 		"      --heap-sample KIB    mean KiB allocated per sampled allocation (default\n"
 		"                           512)\n"
+		"      --no-steps           no PyTorch training-step breakdown (by default the\n"
+		"                           record_function scopes PyTorch 2.x opens, optimizer\n"
+		"                           step and DataLoader next, are probed in libtorch_cpu:\n"
+		"                           the summary gives steps, step time and the share of\n"
+		"                           data wait, optimizer, CPU compute and other per "
+		"process)\n"
 		"      --memory-sample KIB  mean KiB of faulted-in memory per captured stack\n"
 		"                           (default 512)\n"
 		"      --memory-rate N      memory-growth stack captures per CPU per second\n"
@@ -277,6 +284,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		OPT_MEMORY_MAX_FAULTS,
 		OPT_HEAP,
 		OPT_HEAP_SAMPLE,
+		OPT_NO_STEPS,
 		OPT_TITLE,
 		OPT_LOG
 	};
@@ -304,6 +312,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{"memory-max-faults", required_argument, NULL, OPT_MEMORY_MAX_FAULTS},
 		{"heap", no_argument, NULL, OPT_HEAP},
 		{"heap-sample", required_argument, NULL, OPT_HEAP_SAMPLE},
+		{"no-steps", no_argument, NULL, OPT_NO_STEPS},
 		{"title", required_argument, NULL, OPT_TITLE},
 		{"quiet", no_argument, NULL, 'q'},
 		{"log-level", required_argument, NULL, OPT_LOG},
@@ -408,6 +417,9 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_HEAP:
 			o->heap = true;
+			break;
+		case OPT_NO_STEPS:
+			o->no_steps = true;
 			break;
 		case OPT_HEAP_SAMPLE:
 			if (parse_uint(optarg, 1, 1048576, &o->heap_sample_kib))
@@ -857,6 +869,7 @@ int record__main(int argc, char **argv)
 	plc.memory = o.memory;
 	plc.memory_sample_bytes = (uint64_t)o.memory_sample_kib * 1024;
 	plc.heap = o.heap;
+	plc.steps = !o.no_steps;
 	plc.heap_cfg.sample_bytes = (uint64_t)o.heap_sample_kib * 1024;
 	pl = pipeline__new(&plc, record_sink, &st);
 	if (!pl) {

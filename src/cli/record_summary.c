@@ -323,6 +323,37 @@ static void print_fp_fallback(const struct pipeline_stats *ps)
 		(unsigned long long)u->fp_failed[UNWIND_FP_FAIL_OUTSIDE_STACK]);
 }
 
+/*
+ * One PyTorch process's training steps: count, step time, the share of each phase, and a
+ * verdict where data loading crosses the thresholds PyTorch's and XProf's tools use (more
+ * than 5% of the step: moderate, more than 20%: high).
+ */
+static void print_steps(void *ctx, const struct steps_proc *sp)
+{
+	double wall = (double)sp->wall_ns, data;
+
+	(void)ctx;
+	if (!sp->wall_ns)
+		return;
+	fprintf(stderr,
+		"mlprof: steps: pid %d (%s): %llu steps, %.1f ms each on average (p50 %.1f, "
+		"p99 %.1f)",
+		(int)sp->pid, sp->comm[0] ? sp->comm : "?", (unsigned long long)sp->steps,
+		wall / (double)sp->steps / 1e6, (double)sp->p50_ns / 1e6, (double)sp->p99_ns / 1e6);
+	for (int ph = 0; ph < STEP_PHASE__COUNT; ph++)
+		fprintf(stderr, "%s %s %.1f%%", ph ? "," : ";",
+			steps__phase_name((enum step_phase)ph),
+			100.0 * (double)sp->phase_ns[ph] / wall);
+	data = 100.0 * (double)sp->phase_ns[STEP_DATA_WAIT] / wall;
+	if (data > 20.0)
+		fprintf(stderr,
+			" - waiting for data is a high share of each step: the input "
+			"pipeline is the bottleneck (more DataLoader workers, prefetching)");
+	else if (data > 5.0)
+		fprintf(stderr, " - waiting for data is a moderate share of each step");
+	fputc('\n', stderr);
+}
+
 /* The heap profile: what was sampled, allocated and is still in use, and what was lost. */
 static void print_heap(const struct pipeline_stats *ps, const struct profile *h)
 {
@@ -423,6 +454,8 @@ void record_summary__print(const struct record_summary *rs)
 	}
 	if (ps.heap_on)
 		print_heap(&ps, prof[MLPROF_SK_HEAP]);
+	if (pipeline__steps(pl))
+		steps__for_each(pipeline__steps(pl), print_steps, NULL);
 	for (int k = 0; k < MLPROF_SK__COUNT; k++)
 		if (prof[k] && profile__dropped(prof[k]))
 			fprintf(stderr,

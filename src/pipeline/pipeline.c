@@ -103,6 +103,7 @@ struct pipeline {
 	uint64_t offcpu_unmatched, offcpu_dropped;
 	struct memtrack *mem; /* memory in use by site (device allocations, growth, heap) */
 	struct heap *heap;    /* heap probes per process; NULL when heap profiling is off */
+	struct steps *steps;  /* PyTorch training steps; NULL when off */
 	uint64_t heap_allocs, heap_frees;
 	int64_t heap_alloc_bytes;
 	/* exact CUDA counts of exited processes, named when they exited */
@@ -268,6 +269,8 @@ static void inspect_proc(struct pipeline *pl, struct proc *p)
 		cuda__check(pl->cuda, p);
 	if (pl->heap)
 		heap__check(pl->heap, p);
+	if (pl->steps)
+		steps__check(pl->steps, p);
 }
 
 /* Stage 1: the record's user stack to program counters (needs the stack copy). */
@@ -762,6 +765,12 @@ int pipeline__cuda_counts(struct pipeline *pl, pipeline_count_cb cb, void *ctx)
 }
 
 /* See pipeline.h. */
+const struct steps *pipeline__steps(const struct pipeline *pl)
+{
+	return pl->steps;
+}
+
+/* See pipeline.h. */
 int pipeline__cuda_counts_take(struct pipeline *pl, uint64_t window, pipeline_count_cb cb,
 			       void *ctx)
 {
@@ -1001,6 +1010,10 @@ static int on_event(void *ctx, const void *data, size_t size)
 			memtrack__free_at(pl->mem, MLPROF_SK_CUDA_ALLOC, cf->pid, cf->ptr);
 		}
 		break;
+	case MLPROF_EV_TORCH_SCOPE:
+		if (size >= sizeof(struct mlprof_torch_scope) && pl->steps)
+			steps__on_scope(pl->steps, data);
+		break;
 	case MLPROF_EV_HEAP_FREE:
 		if (size >= sizeof(struct mlprof_free)) {
 			const struct mlprof_free *hf = data;
@@ -1035,6 +1048,8 @@ static int on_event(void *ctx, const void *data, size_t size)
 			memtrack__drop_pid(pl->mem, pe->pid);
 			if (pl->heap)
 				heap__forget(pl->heap, (pid_t)pe->pid);
+			if (pl->steps)
+				steps__exited(pl->steps, (pid_t)pe->pid);
 			/* samples still waiting for an index keep its state until they are out, and
 			 * so do CUDA counts whose kernel names wait for one */
 			if ((has_parked(pl, pe->pid) || counts_wait_index(pl, (pid_t)pe->pid)) &&
@@ -1183,6 +1198,13 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 		if (cfg->cuda_preload)
 			sampler__cuda_load(pl->sampler);
 	}
+	if (cfg->steps) {
+		pl->steps = steps__new(pl->procs, pl->sampler);
+		if (!pl->steps) {
+			err = -errno;
+			goto cleanup;
+		}
+	}
 	if (cfg->heap) {
 		pl->heap = heap__new(&cfg->heap_cfg, pl->procs, pl->sampler);
 		if (!pl->heap) {
@@ -1215,6 +1237,7 @@ void pipeline__free(struct pipeline *pl)
 	if (!pl)
 		return;
 	heap__free(pl->heap);
+	steps__free(pl->steps);
 	sampler__free(pl->sampler);
 	symwait__clear(&pl->wait);
 	while (pl->pend_head)

@@ -14,6 +14,7 @@
 #include "capture/hold.h"
 #include "memory/heap.h"
 #include "memory/memtrack.h"
+#include "runtimes/torch/steps.h"
 #include "profile/frame.h"
 #include "runtimes/cuda/cuda.h"
 #include "runtimes/python/python.h"
@@ -69,6 +70,7 @@ struct pipeline_config {
 	uint64_t memory_sample_bytes;  /* mean faulted bytes per captured stack (0 = 512 KiB) */
 	uint32_t memory_budget;	       /* memory stack captures per CPU per 100 ms (0 = 50) */
 	uint64_t memory_max_faults;    /* see sampler_config (0: fault programs always attached) */
+	bool steps;		       /* PyTorch training steps (runtimes/torch/steps.h) */
 	bool heap; /* heap allocations by site (MLPROF_SK_HEAP, memory/heap.h) */
 	struct heap_config heap_cfg;
 };
@@ -154,6 +156,8 @@ int pipeline__snapshot(struct pipeline *pl, uint64_t time_ns);
 typedef void (*pipeline_count_cb)(void *ctx, pid_t pid, enum mlprof_sample_kind kind, uint64_t what,
 				  const char *name, uint64_t count);
 int pipeline__cuda_counts(struct pipeline *pl, pipeline_count_cb cb, void *ctx);
+/* The PyTorch training steps seen (NULL when steps are off). */
+const struct steps *pipeline__steps(const struct pipeline *pl);
 /*
  * The agent's windows (pipeline_config.cuda_count_window_ns): calls cb for the exact counts
  * of window (CLOCK_MONOTONIC ns / the window length) and takes them, and drops those of

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * PyTorch scopes shared by bpf/torch.bpf.c and user space: the record_function scopes
+ * PyTorch opens whether or not a profiler runs (Optimizer.step#AdamW.step,
+ * enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__, ProfilerStep#N, a user's
+ * own), entered and exited, with the thread's CPU time at each.
+ */
+#ifndef MLPROF_SHARED_TORCH_H
+#define MLPROF_SHARED_TORCH_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Probe cookies. */
+enum mlprof_torch_probe {
+	MLPROF_TP_ENTER = 1, /* torch::autograd::profiler::record_function_enter_new */
+	MLPROF_TP_END = 2,   /* at::RecordFunction::end() */
+};
+
+#define MLPROF_TORCH_NAME_MAX 64
+#define MLPROF_SCOPE_EXIT     1 /* mlprof_torch_scope.flags: an exit (else an enter) */
+
+/* MLPROF_EV_TORCH_SCOPE: a scope entered or exited on a thread. */
+struct mlprof_torch_scope {
+	__u32 type; /* MLPROF_EV_TORCH_SCOPE */
+	__u32 pid;
+	__u32 tid;
+	__u32 flags;
+	__u64 time_ns;	/* CLOCK_MONOTONIC */
+	__u64 oncpu_ns; /* the thread's CPU time (task sum_exec_runtime, updated at ticks) */
+	__u64 handle;	/* the scope's PythonRecordFunction (pairs enter and exit) */
+	__u8 name[MLPROF_TORCH_NAME_MAX]; /* enter only, NUL-terminated, cut */
+};
+
+#endif

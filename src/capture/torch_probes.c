@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The PyTorch scope BPF object: load, attach per libtorch_cpu file. */
+#define LOG_MODULE "torch"
+#include "util/log.h"
+
+#include "capture/torch_probes.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include <mlprof/torch.h>
+
+#include "capture/sampler_share.h"
+#include "capture/uprobe_link.h"
+#include "torch.skel.h"
+
+struct torch_probes {
+	struct torch_bpf *skel;
+	bool multi;
+};
+
+/* See torch_probes.h. */
+struct torch_probes *torch_probes__new(struct sampler *s)
+{
+	struct torch_probes *tp = calloc(1, sizeof(*tp));
+	int err;
+
+	if (!tp)
+		return NULL;
+	tp->skel = torch_bpf__open();
+	if (!tp->skel) {
+		err = -errno;
+		pr_err("opening the PyTorch scope BPF object failed: %s", strerror(-err));
+		free(tp);
+		errno = -err;
+		return NULL;
+	}
+	tp->multi = uprobe_link__multi_supported();
+	err = tp->multi ? uprobe_link__prepare(tp->skel->progs.torch_entry)
+				  ?: uprobe_link__prepare(tp->skel->progs.torch_return)
+			: 0;
+	if (!err)
+		err = sampler_share_capture(s, tp->skel, "PyTorch scope");
+	if (!err)
+		err = torch_bpf__load(tp->skel);
+	if (err) {
+		pr_err("loading the PyTorch scope BPF programs failed: %s", strerror(-err));
+		torch_probes__free(tp);
+		errno = -err;
+		return NULL;
+	}
+	return tp;
+}
+
+/* See torch_probes.h. */
+void torch_probes__free(struct torch_probes *tp)
+{
+	if (!tp)
+		return;
+	torch_bpf__destroy(tp->skel);
+	free(tp);
+}
+
+/* See torch_probes.h. */
+struct uprobe_link *torch_probes__attach(struct torch_probes *tp, const char *path,
+					 uint64_t enter_off, uint64_t end_off)
+{
+	const struct uprobe_target t[2] = {
+		{.off = enter_off, .cookie = MLPROF_TP_ENTER, .ret = true},
+		{.off = end_off, .cookie = MLPROF_TP_END, .ret = false},
+	};
+
+	return uprobe_link__attach(tp->skel->progs.torch_entry, tp->skel->progs.torch_return,
+				   tp->multi, path, t, 2, 0);
+}

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: Apache-2.0
+/* PyTorch training steps and their phases from record_function scopes (see steps.h). */
+#define LOG_MODULE "steps"
+#include "util/log.h"
+
+#include "runtimes/torch/steps.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture/torch_probes.h"
+#include "capture/uprobe_link.h"
+#include "symbolize/elf.h"
+#include "symbolize/proc.h"
+
+#define MAX_FILES     16
+#define MAX_PROCS     1024
+#define MAX_THREADS   64    /* threads with open scopes per process */
+#define MAX_DEPTH     16    /* open scopes per thread */
+#define MAX_DURATIONS 65536 /* step times kept per process for percentiles */
+
+/* record_function_enter_new: torch 2.x (std::optional), 1.13 (c10::optional). */
+static const char *const enter_syms[] = {
+	"_ZN5torch8autograd8profiler25record_function_enter_newERKNSt7__cxx1112basic_string"
+	"IcSt11char_traitsIcESaIcEEERKSt8optionalIS7_E",
+	"_ZN5torch8autograd8profiler25record_function_enter_newERKNSt7__cxx1112basic_string"
+	"IcSt11char_traitsIcESaIcEEERKN3c108optionalIS7_EE",
+};
+static const char end_sym[] = "_ZN2at14RecordFunction3endEv";
+
+enum scope_class { SC_NONE, SC_DATA, SC_OPT_STEP, SC_OPT_OTHER };
+
+struct open_scope {
+	uint64_t handle, t0, oncpu0;
+	enum scope_class cls;
+};
+
+struct sthread {
+	pid_t tid;
+	int depth;
+	struct open_scope s[MAX_DEPTH];
+	/* the step being timed on this thread (started at an Optimizer.step end) */
+	bool started;
+	uint64_t step_t0, step_oncpu0;
+	uint64_t acc[STEP_PHASE__COUNT]; /* data_wait, optimizer so far */
+	uint64_t acc_oncpu;		 /* CPU time inside those scopes */
+};
+
+struct sproc {
+	struct sproc *next;
+	struct steps_proc out;
+	struct sthread threads[MAX_THREADS];
+	int nthreads;
+	uint64_t *dur;
+	size_t ndur;
+	bool exited;
+};
+
+struct tfile {
+	uint64_t dev, ino;
+	struct uprobe_link *links;
+};
+
+struct steps {
+	struct proc_cache *pc;
+	struct sampler *s;
+	struct torch_probes *tp; /* loaded at the first libtorch_cpu */
+	bool tp_failed;
+	struct tfile files[MAX_FILES];
+	int nfiles;
+	struct sproc *procs;
+	int nprocs;
+	struct steps_stats st;
+};
+
+static const char *const phase_names[STEP_PHASE__COUNT] = {"data_wait", "optimizer", "cpu_compute",
+							   "other"};
+
+/* See steps.h. */
+const char *steps__phase_name(enum step_phase ph)
+{
+	return (unsigned int)ph < STEP_PHASE__COUNT ? phase_names[ph] : "unknown";
+}
+
+/* See steps.h. */
+struct steps *steps__new(struct proc_cache *pc, struct sampler *s)
+{
+	struct steps *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->pc = pc;
+	st->s = s;
+	return st;
+}
+
+/* See steps.h. */
+void steps__free(struct steps *st)
+{
+	struct sproc *p, *next;
+
+	if (!st)
+		return;
+	for (int i = 0; i < st->nfiles; i++)
+		uprobe_link__release(st->files[i].links);
+	for (p = st->procs; p; p = next) {
+		next = p->next;
+		free(p->dur);
+		free(p);
+	}
+	torch_probes__free(st->tp);
+	free(st);
+}
+
+static struct sproc *proc_get(struct steps *st, pid_t pid);
+
+/* Attaches the probes of the libtorch_cpu file m maps (once per file). */
+static void probe_file(struct steps *st, struct proc *p, const struct proc_map *m)
+{
+	uint64_t dev = (uint64_t)m->dev_major << 20 | m->dev_minor, v, enter_off = 0, end_off = 0;
+	struct elf_file *ef;
+	char path[64];
+	int fd;
+
+	for (int i = 0; i < st->nfiles; i++)
+		if (st->files[i].dev == dev && st->files[i].ino == m->inode)
+			return;
+	if (st->nfiles >= MAX_FILES || st->tp_failed)
+		return;
+	ef = proc_cache__map_elf(st->pc, p, m);
+	if (!ef)
+		return;
+	for (size_t i = 0; i < sizeof(enter_syms) / sizeof(enter_syms[0]) && !enter_off; i++)
+		if (!elf_file__find_function(ef, enter_syms[i], &v) && v)
+			elf_file__vaddr_to_offset(ef, v, &enter_off);
+	if (!elf_file__find_function(ef, end_sym, &v) && v)
+		elf_file__vaddr_to_offset(ef, v, &end_off);
+	/* remembered either way: the file is not looked at again */
+	st->files[st->nfiles] = (struct tfile){.dev = dev, .ino = m->inode};
+	if (!enter_off || !end_off) {
+		pr_info("%s: no record_function entry points: steps not found by probes", m->path);
+		st->nfiles++;
+		return;
+	}
+	if (!st->tp) {
+		st->tp = torch_probes__new(st->s);
+		if (!st->tp) {
+			st->tp_failed = true;
+			return;
+		}
+	}
+	fd = proc_cache__open_verified(st->pc, p, m, ef);
+	if (fd >= 0) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		st->files[st->nfiles].links =
+			torch_probes__attach(st->tp, path, enter_off, end_off);
+		close(fd);
+	}
+	if (!st->files[st->nfiles].links) {
+		st->st.attach_failed++;
+		pr_warn("cannot probe the record_function scopes of %s", m->path);
+	} else {
+		st->st.files_probed++;
+		pr_info("probing PyTorch's record_function scopes in %s", m->path);
+	}
+	st->nfiles++;
+}
+
+/* See steps.h. */
+void steps__check(struct steps *st, struct proc *p)
+{
+	for (size_t i = 0; i < p->n_maps; i++) {
+		const struct proc_map *m = &p->maps[i];
+		const char *b = strrchr(m->path, '/');
+
+		struct sproc *sp;
+
+		if (!m->exec || !m->inode || !b || strncmp(b + 1, "libtorch_cpu.so", 15))
+			continue;
+		probe_file(st, p, m);
+		sp = proc_get(st, p->pid);
+		if (sp)
+			memcpy(sp->out.comm, p->comm, sizeof(sp->out.comm));
+	}
+}
+
+static enum scope_class classify(const char *name)
+{
+	if (!strncmp(name, "enumerate(DataLoader)#", 22))
+		return SC_DATA;
+	if (!strncmp(name, "Optimizer.step#", 15))
+		return SC_OPT_STEP;
+	if (!strncmp(name, "Optimizer.zero_grad#", 20))
+		return SC_OPT_OTHER;
+	return SC_NONE;
+}
+
+static struct sproc *proc_get(struct steps *st, pid_t pid)
+{
+	struct sproc *p;
+
+	for (p = st->procs; p; p = p->next)
+		if (p->out.pid == pid && !p->exited)
+			return p;
+	if (st->nprocs >= MAX_PROCS) {
+		st->st.procs_dropped++;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->out.pid = pid;
+	p->next = st->procs;
+	st->procs = p;
+	st->nprocs++;
+	return p;
+}
+
+static struct sthread *thread_get(struct sproc *p, pid_t tid)
+{
+	for (int i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid == tid)
+			return &p->threads[i];
+	if (p->nthreads >= MAX_THREADS)
+		return NULL;
+	p->threads[p->nthreads].tid = tid;
+	return &p->threads[p->nthreads++];
+}
+
+/* A step ended on thread t at time t1 (CPU time c1): its phases go to the process. */
+static void step_end(struct sproc *p, struct sthread *t, uint64_t t1, uint64_t c1)
+{
+	uint64_t wall, rest, cpu, known;
+
+	if (t->started && t1 > t->step_t0) {
+		wall = t1 - t->step_t0;
+		known = t->acc[STEP_DATA_WAIT] + t->acc[STEP_OPTIMIZER];
+		rest = wall > known ? wall - known : 0;
+		cpu = c1 > t->step_oncpu0 + t->acc_oncpu ? c1 - t->step_oncpu0 - t->acc_oncpu : 0;
+		cpu = cpu < rest ? cpu : rest;
+		p->out.steps++;
+		p->out.wall_ns += known + rest;
+		p->out.phase_ns[STEP_DATA_WAIT] += t->acc[STEP_DATA_WAIT];
+		p->out.phase_ns[STEP_OPTIMIZER] += t->acc[STEP_OPTIMIZER];
+		p->out.phase_ns[STEP_CPU_COMPUTE] += cpu;
+		p->out.phase_ns[STEP_OTHER] += rest - cpu;
+		if (!p->dur)
+			p->dur = malloc(MAX_DURATIONS * sizeof(*p->dur));
+		if (p->dur)
+			p->dur[p->ndur++ % MAX_DURATIONS] = known + rest;
+	}
+	t->started = true;
+	t->step_t0 = t1;
+	t->step_oncpu0 = c1;
+	memset(t->acc, 0, sizeof(t->acc));
+	t->acc_oncpu = 0;
+}
+
+/* See steps.h. */
+void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
+{
+	struct sproc *p = proc_get(st, (pid_t)e->pid);
+	struct sthread *t = p ? thread_get(p, (pid_t)e->tid) : NULL;
+	struct open_scope *s;
+	bool outer = true;
+	int i;
+
+	if (!t)
+		return;
+	st->st.scopes++;
+	if (!(e->flags & MLPROF_SCOPE_EXIT)) {
+		char name[MLPROF_TORCH_NAME_MAX];
+
+		memcpy(name, e->name, sizeof(name));
+		name[sizeof(name) - 1] = '\0';
+		if (t->depth >= MAX_DEPTH)
+			t->depth = MAX_DEPTH - 1; /* too deep: the innermost is replaced */
+		t->s[t->depth++] = (struct open_scope){
+			.handle = e->handle,
+			.t0 = e->time_ns,
+			.oncpu0 = e->oncpu_ns,
+			.cls = classify(name),
+		};
+		return;
+	}
+	for (i = t->depth - 1; i >= 0 && t->s[i].handle != e->handle; i--)
+		;
+	if (i < 0) {
+		st->st.unmatched_exits++;
+		return;
+	}
+	s = &t->s[i];
+	t->depth = i; /* scopes opened inside it and never closed go with it */
+	if (s->cls == SC_NONE)
+		return;
+	/* first match wins: a scope inside another classified one is already counted */
+	for (int k = 0; k < i; k++)
+		outer &= t->s[k].cls == SC_NONE;
+	if (outer && e->time_ns > s->t0) {
+		t->acc[s->cls == SC_DATA ? STEP_DATA_WAIT : STEP_OPTIMIZER] += e->time_ns - s->t0;
+		t->acc_oncpu += e->oncpu_ns > s->oncpu0 ? e->oncpu_ns - s->oncpu0 : 0;
+	}
+	if (s->cls == SC_OPT_STEP && outer)
+		step_end(p, t, e->time_ns, e->oncpu_ns);
+}
+
+/* See steps.h. */
+void steps__exited(struct steps *st, pid_t pid)
+{
+	for (struct sproc *p = st->procs; p; p = p->next) {
+		if (p->out.pid != pid || p->exited)
+			continue;
+		p->exited = true;
+		p->nthreads = 0;
+		if (!p->out.steps) /* nothing to report: forget it */
+			p->out.pid = 0;
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* See steps.h. */
+void steps__for_each(const struct steps *st, void (*cb)(void *ctx, const struct steps_proc *sp),
+		     void *ctx)
+{
+	for (struct sproc *p = st->procs; p; p = p->next) {
+		struct steps_proc out = p->out;
+		size_t n = p->ndur < MAX_DURATIONS ? p->ndur : MAX_DURATIONS;
+
+		if (!out.steps || !out.pid)
+			continue;
+		if (n) {
+			qsort(p->dur, n, sizeof(*p->dur), cmp_u64);
+			out.p50_ns = p->dur[n / 2];
+			out.p99_ns = p->dur[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
+		}
+		cb(ctx, &out);
+	}
+}
+
+/* See steps.h. */
+void steps__stats(const struct steps *st, struct steps_stats *out)
+{
+	*out = st->st;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Training steps of PyTorch processes and where their time goes, from the record_function
+ * scopes PyTorch opens whether or not a profiler runs (bpf/torch.bpf.c): a step is the
+ * time between two ends of an Optimizer.step scope on a thread; each nanosecond of it is in
+ * one phase, first match wins: data_wait (in the DataLoader's __next__), optimizer (in
+ * Optimizer.step / zero_grad), cpu_compute (on CPU, the rest), other (off CPU, the rest).
+ */
+#ifndef MLPROF_STEPS_H
+#define MLPROF_STEPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <mlprof/torch.h>
+
+struct proc;
+struct proc_cache;
+struct sampler;
+struct steps;
+
+enum step_phase {
+	STEP_DATA_WAIT,
+	STEP_OPTIMIZER,
+	STEP_CPU_COMPUTE,
+	STEP_OTHER,
+	STEP_PHASE__COUNT,
+};
+
+/* The phase's name (as the ml_phase label would say). */
+const char *steps__phase_name(enum step_phase ph);
+
+/* One process's steps so far (also after it exited). */
+struct steps_proc {
+	pid_t pid;
+	char comm[16];
+	uint64_t steps;
+	uint64_t wall_ns;		      /* all steps together */
+	uint64_t phase_ns[STEP_PHASE__COUNT]; /* sums to wall_ns */
+	uint64_t p50_ns, p99_ns;	      /* step time percentiles */
+};
+
+struct steps_stats {
+	uint64_t files_probed, attach_failed, scopes, unmatched_exits, procs_dropped;
+};
+
+/* Loads the scope programs lazily (at the first libtorch_cpu file). */
+struct steps *steps__new(struct proc_cache *pc, struct sampler *s);
+void steps__free(struct steps *st);
+/* Probes p's libtorch_cpu if it maps one not probed yet (cheap when nothing changed). */
+void steps__check(struct steps *st, struct proc *p);
+void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e);
+/* The process exited: its threads' state goes, its steps stay for the summary. */
+void steps__exited(struct steps *st, pid_t pid);
+/* Calls cb for each process with at least one step. */
+void steps__for_each(const struct steps *st, void (*cb)(void *ctx, const struct steps_proc *sp),
+		     void *ctx);
+void steps__stats(const struct steps *st, struct steps_stats *out);
+
+#endif

@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A PyTorch training loop of known phases for it.record_steps: a dataset that sleeps SLEEP
+seconds per item (data wait), a fixed compute load (20 tanh(a @ a) on 256x256) and a small
+MLP with AdamW (optimizer), measuring its own phases with perf_counter and the thread's CPU
+time. A step runs from one optimizer step's end to the next. Prints one JSON line.
+Usage: py_steps.py STEPS [SLEEP [WORKERS]]"""
+import json, sys, time
+import torch
+
+SLEEP = float(sys.argv[2]) if len(sys.argv) > 2 else 0.01
+WORKERS = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+
+class SleepyData(torch.utils.data.Dataset):
+    def __len__(self):
+        return 1 << 20
+    def __getitem__(self, i):
+        time.sleep(SLEEP)          # the dataset's line: data wait
+        return torch.ones(64), 1
+
+def main(steps):
+    torch.set_num_threads(1)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    opt = torch.optim.AdamW(model.parameters())
+    dl = torch.utils.data.DataLoader(SleepyData(), batch_size=1, num_workers=WORKERS)
+    it = iter(dl)
+    t = {"data": 0.0, "opt": 0.0, "total": 0.0, "compute_cpu": 0.0}
+    a = torch.randn(256, 256)
+    prev = None
+    for s in range(steps + 1):
+        c0 = time.thread_time()
+        t0 = time.perf_counter()
+        x, y = next(it)
+        t1 = time.perf_counter()
+        c1 = time.thread_time()
+        for _ in range(20):
+            a = torch.tanh(a @ a)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        c2 = time.thread_time()
+        t2 = time.perf_counter()
+        opt.step()
+        opt.zero_grad()
+        t3 = time.perf_counter()
+        if s:   # step s: from the previous optimizer step's end to this one's
+            t["data"] += t1 - t0
+            t["opt"] += t3 - t2
+            t["total"] += t3 - prev
+            t["compute_cpu"] += (c2 - c1) + (c0 - prevc)
+        prev = t3
+        prevc = time.thread_time()
+    print(json.dumps({"steps": steps, **t}), flush=True)
+
+main(int(sys.argv[1]) if len(sys.argv) > 1 else 300)
