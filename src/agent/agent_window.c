@@ -289,13 +289,16 @@ int agent_window__sink(void *ctx, const struct sample_info *info, const struct f
 	struct agent *a = ctx;
 	const struct series_labels *sl;
 	const struct event_kind *ek = event_kind__get(info->kind);
-	struct profile_label pl[3 + EVENT_KIND_MAX_LABELS] = {
+	struct profile_label pl[4 + EVENT_KIND_MAX_LABELS] = {
 		{.key = "pid", .num = info->pid},
 		{.key = "tid", .num = info->tid},
 		{.key = "thread_name", .str = info->thread_name}, /* as `record` writes */
 	};
 	int64_t values[PROFILE_MAX_SAMPLE_TYPES];
 	int n_pl = info->thread_name && *info->thread_name ? 3 : 2;
+
+	if (info->ml_phase)
+		pl[n_pl++] = (struct profile_label){.key = "ml_phase", .str = info->ml_phase};
 	uint64_t idx = info->time_ns / a->interval_ns;
 	struct window *w;
 	struct series *s;

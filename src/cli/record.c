@@ -558,14 +558,15 @@ static int record_sink(void *ctx, const struct sample_info *info, const struct f
 	struct record_state *st = ctx;
 	const struct event_kind *ek = event_kind__get(info->kind);
 	struct profile *prof = ek ? st->prof[info->kind] : NULL;
-	struct profile_label labels[4 + EVENT_KIND_MAX_LABELS] = {
+	struct profile_label labels[5 + EVENT_KIND_MAX_LABELS] = {
 		{.key = "pid", .num = info->pid},
 		{.key = "tid", .num = info->tid},
 		{.key = "thread_name", .str = info->thread_name},
 		{.key = "process_name", .str = info->proc_name},
+		{.key = "ml_phase", .str = info->ml_phase},
 	};
 	int64_t values[PROFILE_MAX_SAMPLE_TYPES];
-	int n_labels = 4, err;
+	int n_labels = info->ml_phase ? 5 : 4, err;
 
 	if (!prof) {
 		st->sink_errors++;

@@ -283,6 +283,7 @@ static void unwind_stage(struct pipeline *pl, const struct mlprof_sample *s, siz
 	memcpy(&u->hdr, s, sizeof(*s));
 	u->end = UNWIND_END_NO_REGS;
 	u->have_proc = false;
+	u->phase = 0;
 	u->nu = 0;
 	u->pcs = pl->pcs;
 	u->py = NULL;
@@ -646,6 +647,7 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 	info.proc_name = p && p->comm[0] ? p->comm : thread_name;
 	info.proc = p;
 	info.start_ns = s->start_ns;
+	info.ml_phase = u->phase ? steps__phase_name((enum step_phase)(u->phase - 1)) : NULL;
 	pl->samples++;
 	if (s->kind == MLPROF_SK_CPU && !inuse) {
 		pl->cpu_samples++;
@@ -939,6 +941,9 @@ static int handle_sample(struct pipeline *pl, const struct mlprof_sample *s, siz
 	if (size < sizeof(*s) || size < sizeof(*s) + s->ustack_len)
 		return 0; /* malformed record: the sampler never produces these */
 	unwind_stage(pl, s, size, &u);
+	u.phase = pl->steps ? (uint8_t)steps__phase_of(pl->steps, (pid_t)s->pid, (pid_t)s->tid,
+						       s->kind == MLPROF_SK_CPU)
+			    : 0;
 	if (s->flags & MLPROF_SF_HAS_END) {
 		pending_add(pl, &u);
 		return 0;

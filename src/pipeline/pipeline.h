@@ -87,6 +87,7 @@ struct sample_info {
 	const char *proc_name;	 /* comm of the process (main thread), or thread_name */
 	struct proc *proc;	 /* cached process (maps, root), NULL if unknown */
 	uint64_t start_ns;	 /* the process's start (ns since boot), 0 if unknown */
+	const char *ml_phase;	 /* the training-step phase of the thread (steps.h), or NULL */
 };
 
 /*

@@ -21,6 +21,7 @@ struct unwound {
 	struct mlprof_sample hdr; /* ustack_len and py_nframes of the original record */
 	enum unwind_end end;
 	bool have_proc;
+	uint8_t phase; /* 1 + the training-step phase the thread was in (steps.h), 0: none */
 	int nu;
 	const uint64_t *pcs;		  /* nu program counters, leaf first */
 	const struct mlprof_py_frame *py; /* hdr.py_nframes walker frames, or NULL */

@@ -18,6 +18,8 @@ no steps there, and says nothing wrong (checked when it is installed).
 """
 import json
 import os
+
+import pprof_reader
 import re
 import unittest
 
@@ -79,6 +81,27 @@ class RecordSteps(unittest.TestCase):
     def test_two_workers(self):
         truth, line, err = self.run_loop(0.04, 2)
         self.check(truth, line, err)
+
+    def test_phase_labels(self):
+        """Samples of the training thread carry ml_phase; with --off-cpu, the data wait's
+        time (CPU and off-CPU together) is under the dataset's __getitem__ line."""
+        if not os.access(TORCH_PY, os.X_OK):
+            self.skipTest("no PyPI torch at %s (set TORCH_PYTHON)" % TORCH_PY)
+        d = tmpdir()
+        base = os.path.join(d, "p")
+        cp, js = record(["-o", base + ".pb.gz", "--no-memory", "--off-cpu"],
+                        [TORCH_PY, LOOP, "150", "0.012", "0"], timeout=300)
+        phases, under = {}, 0
+        for path in (base + ".pb.gz", base + ".offcpu.pb.gz"):
+            for names, vals, labels in pprof_reader.load(path).stacks():
+                ph = labels.get("ml_phase")
+                phases[ph] = phases.get(ph, 0) + vals[-1]
+                if ph == "data_wait" and any(n.endswith("__getitem__") for n in names):
+                    under += vals[-1]
+        ctx = "\nweight (ns) by ml_phase: %s\n%s" % (phases, cp.stderr)
+        for ph in ("data_wait", "optimizer", "cpu_compute"):
+            self.assertGreater(phases.get(ph, 0), 0, ph + ctx)
+        self.assertGreaterEqual(under / phases["data_wait"], 0.90, ctx)
 
     def test_debian_torch_no_false_steps(self):
         if not os.access(DEBIAN_PY, os.X_OK):

@@ -308,6 +308,33 @@ void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
 }
 
 /* See steps.h. */
+int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu)
+{
+	struct sproc *p;
+
+	for (p = st->procs; p; p = p->next)
+		if (p->out.pid == pid && !p->exited)
+			break;
+	if (!p)
+		return 0;
+	for (int i = 0; i < p->nthreads; i++) {
+		struct sthread *t = &p->threads[i];
+
+		if (t->tid != tid)
+			continue;
+		/* the outermost classified scope: first match wins */
+		for (int k = 0; k < t->depth; k++)
+			if (t->s[k].cls != SC_NONE)
+				return 1 +
+				       (t->s[k].cls == SC_DATA ? STEP_DATA_WAIT : STEP_OPTIMIZER);
+		if (!t->started)
+			return 0;
+		return 1 + (on_cpu ? STEP_CPU_COMPUTE : STEP_OTHER);
+	}
+	return 0;
+}
+
+/* See steps.h. */
 void steps__exited(struct steps *st, pid_t pid)
 {
 	for (struct sproc *p = st->procs; p; p = p->next) {

@@ -51,6 +51,12 @@ void steps__free(struct steps *st);
 /* Probes p's libtorch_cpu if it maps one not probed yet (cheap when nothing changed). */
 void steps__check(struct steps *st, struct proc *p);
 void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e);
+/*
+ * The phase thread tid of pid is in now, as 1 + enum step_phase (0: not a training thread):
+ * inside a DataLoader or optimizer scope, else cpu_compute for an on-CPU sample and other
+ * for an off-CPU one.
+ */
+int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu);
 /* The process exited: its threads' state goes, its steps stay for the summary. */
 void steps__exited(struct steps *st, pid_t pid);
 /* Calls cb for each process with at least one step. */
