@@ -18,6 +18,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "record.bpf.h"
 
 #include <mlprof/cuda.h>
+#include <mlprof/torch.h>
+
+/* Send every synchronize call as an interval (training-step phases: gpu_wait). */
+const volatile bool sync_intervals = false;
 
 /* A stack capture of a CUDA event (see rec_capture), counted. */
 static __always_inline int capture(struct pt_regs *ctx, __u32 kind, __u64 value, __u64 aux0,
@@ -244,6 +248,8 @@ static __always_inline void sync_enter(struct pt_regs *ctx, __u32 kind)
 
 	if (!tgid || (kind == IF_SYNC_DRV && inside_runtime((__u32)id, IF_SYNC_RT)))
 		return;
+	if (sync_intervals)
+		in.arg = BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
 	count_event(tgid, MLPROF_SK_CUDA_SYNC, 0);
 	w = sampled();
 	if (w) {
@@ -269,6 +275,24 @@ static __always_inline void sync_exit(__u32 kind)
 		rec_send_end(id >> 32, (__u32)id, in->seq,
 			     (now - in->start_ns) * in->weight / WEIGHT_ONE, 0,
 			     MLPROF_STAT_CUDA_LOST);
+	if (sync_intervals) {
+		struct mlprof_torch_scope *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+		__u64 oncpu = BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
+
+		if (e) {
+			e->type = MLPROF_EV_TORCH_SCOPE;
+			e->pid = id >> 32;
+			e->tid = (__u32)id;
+			e->flags = MLPROF_SCOPE_INTERVAL;
+			e->time_ns = now;
+			e->oncpu_ns = oncpu > in->arg ? oncpu - in->arg : 0;
+			e->handle = now - in->start_ns;
+			__builtin_memcpy(e->name, "cuda.synchronize", 17);
+			bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
+		} else {
+			stat_inc(MLPROF_STAT_TORCH_LOST);
+		}
+	}
 	bpf_map_delete_elem(&cuda_inflight, &key);
 }
 

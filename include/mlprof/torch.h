@@ -20,6 +20,10 @@ enum mlprof_torch_probe {
 
 #define MLPROF_TORCH_NAME_MAX 64
 #define MLPROF_SCOPE_EXIT     1 /* mlprof_torch_scope.flags: an exit (else an enter) */
+/* mlprof_torch_scope.flags: a whole interval that ended at time_ns, handle = its length in
+ * ns, oncpu_ns = the thread's CPU time during it (a CUDA synchronize call: name
+ * "cuda.synchronize") */
+#define MLPROF_SCOPE_INTERVAL 2
 
 /* MLPROF_EV_TORCH_SCOPE: a scope entered or exited on a thread. */
 struct mlprof_torch_scope {

@@ -72,6 +72,7 @@ struct sampler {
 	bool cuda_multi;	   /* ... loaded for uprobe_multi links */
 	uint32_t cuda_budget;
 	uint64_t cuda_count_window_ns;
+	bool cuda_sync_intervals;
 	struct memory_bpf *memory; /* NULL unless memory growth is on */
 	struct fault_duty *duty;   /* NULL unless its page-fault programs are duty-cycled */
 	struct bpf_link **links;   /* one per attached perf event */
@@ -452,6 +453,7 @@ static int cuda_setup(struct sampler *s)
 	if (s->cuda_budget)
 		o->rodata->cuda_budget = s->cuda_budget;
 	o->rodata->count_window_ns = s->cuda_count_window_ns;
+	o->rodata->sync_intervals = s->cuda_sync_intervals;
 	err = share_capture(s, o, "CUDA");
 	if (err)
 		return err;
@@ -862,6 +864,7 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 	s->cuda_allowed = cfg->cuda;
 	s->cuda_budget = cfg->cuda_budget;
 	s->cuda_count_window_ns = cfg->cuda_count_window_ns;
+	s->cuda_sync_intervals = cfg->cuda_sync_intervals;
 	if (cfg->memory) {
 		err = memory_setup(s, cfg);
 		if (err)

@@ -29,6 +29,7 @@ struct sampler_config {
 	bool cuda;		/* load the CUDA/NCCL uprobe programs (attached per library) */
 	uint32_t cuda_budget;	/* CUDA stack captures per CPU per 100 ms (sampling) */
 	uint64_t cuda_count_window_ns; /* exact counts kept per window this long (0: one) */
+	bool cuda_sync_intervals;      /* every synchronize call as an interval event (steps) */
 	bool hold_cuda_maps;	       /* stop a process mapping a CUDA/NCCL library until
 					* sampler__release (capture/hold.h) */
 	bool memory;		       /* memory growth: anonymous write faults, releases */

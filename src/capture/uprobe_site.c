@@ -32,6 +32,8 @@ static size_t known(const uint8_t *c, size_t left, uint32_t *writes)
 		return 4; /* endbr64 */
 	if (left >= 7 && c[0] == 0x80 && c[1] == 0x3d)
 		return 7; /* cmpb $imm8, disp32(%rip) */
+	if (left >= 4 && c[0] == 0x80 && (c[1] & 0xf8) == 0x78 && (c[1] & 7) != 4)
+		return 4; /* cmpb $imm8, disp8(%reg) (at::RecordFunction::end) */
 	if (left >= 3 && (c[0] & 0xf0) == 0x40 && (c[0] & 0x08) && (c[2] & 0xc0) == 0xc0) {
 		uint32_t reg = ((c[2] >> 3) & 7) | (c[0] & 4 ? 8 : 0);
 		uint32_t rm = (c[2] & 7) | (c[0] & 1 ? 8 : 0);

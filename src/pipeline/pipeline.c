@@ -1183,6 +1183,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	scfg.cuda = cfg->cuda_on;
 	scfg.cuda_budget = cfg->cuda_budget;
 	scfg.cuda_count_window_ns = cfg->cuda_count_window_ns;
+	scfg.cuda_sync_intervals = cfg->steps;
 	scfg.hold_cuda_maps = !cfg->cuda_no_hold;
 	scfg.memory = cfg->memory;
 	scfg.memory_sample_bytes = cfg->memory_sample_bytes;

@@ -6,10 +6,11 @@ item, a fixed compute load and AdamW, and measures its own phases (perf_counter,
 thread's CPU time for the compute). mlprof probes the record_function scopes PyTorch 2.x
 opens in libtorch_cpu whether or not a profiler runs (Optimizer.step#AdamW.step,
 enumerate(DataLoader)#...__next__) and prints per process: steps, step time, and the share
-of data_wait, optimizer, cpu_compute and other. Checked: steps within 1; the steps' wall
+of gpu_wait, data_wait, optimizer, cpu_compute and other. Checked: steps within 1; the steps' wall
 time within 1% of the loop's own; data_wait within 2 points, optimizer within 3,
 cpu_compute within 5; the verdict on data loading; with num_workers 0 and 2 (the workers
-are processes of their own, without steps).
+are processes of their own, without steps); a 5 ms wait per step in a synchronize call of
+tests/cuda's test double of libcuda (no GPU here) as gpu_wait within 2 points.
 
 Needs PyPI torch (TORCH_PYTHON, default ~/.cache/mlprof/torch-venv/bin/python: a few GB,
 not installed by CI, SKIPPED without it). Debian's python3-torch 1.13 opens the same scopes
@@ -36,8 +37,8 @@ STEPS = 200
 
 LINE_RE = re.compile(
     r"^mlprof: steps: pid (\d+) \((.*?)\): (\d+) steps, ([0-9.]+) ms each on average "
-    r"\(p50 ([0-9.]+), p99 ([0-9.]+)\); data_wait ([0-9.]+)%, optimizer ([0-9.]+)%, "
-    r"cpu_compute ([0-9.]+)%, other ([0-9.]+)%(.*)$", re.M)
+    r"\(p50 ([0-9.]+), p99 ([0-9.]+)\); gpu_wait ([0-9.]+)%, data_wait ([0-9.]+)%, "
+    r"optimizer ([0-9.]+)%, cpu_compute ([0-9.]+)%, other ([0-9.]+)%(.*)$", re.M)
 
 
 def steps_lines(stderr):
@@ -48,11 +49,12 @@ class RecordSteps(unittest.TestCase):
     def setUp(self):
         need_root(self)
 
-    def run_loop(self, sleep, workers):
+    def run_loop(self, sleep, workers, env=None):
         if not os.access(TORCH_PY, os.X_OK):
             self.skipTest("no PyPI torch at %s (set TORCH_PYTHON)" % TORCH_PY)
         cp, js = record(["-o", os.path.join(tmpdir(), "s.pb.gz"), "--no-memory"],
-                        [TORCH_PY, LOOP, str(STEPS), str(sleep), str(workers)], timeout=300)
+                        [TORCH_PY, LOOP, str(STEPS), str(sleep), str(workers)], timeout=300,
+                        env=env)
         self.assertTrue(js, cp.stderr)
         lines = steps_lines(cp.stderr)
         self.assertEqual(len(lines), 1, "one training process expected:\n" + cp.stderr)
@@ -61,12 +63,13 @@ class RecordSteps(unittest.TestCase):
     def check(self, truth, line, err):
         ctx = "\ntruth %s\n%s" % (truth, err)
         steps, mean_ms = int(line[2]), float(line[3])
-        data, opt, cpu, other = (float(x) for x in line[6:10])
+        gpu, data, opt, cpu, other = (float(x) for x in line[6:11])
         self.assertLessEqual(abs(steps - truth["steps"]), 1, ctx)
         total = truth["total"]
         # the steps' wall time, and the phases adding up to it
         self.assertLess(abs(mean_ms * steps / 1e3 - total) / total, 0.01, ctx)
-        self.assertAlmostEqual(data + opt + cpu + other, 100.0, delta=0.3)
+        self.assertAlmostEqual(gpu + data + opt + cpu + other, 100.0, delta=0.3)
+        self.assertLess(abs(gpu - 100 * truth["gpu"] / total), 2.0, ctx)
         self.assertLess(abs(data - 100 * truth["data"] / total), 2.0, ctx)
         self.assertLess(abs(opt - 100 * truth["opt"] / total), 3.0, ctx)
         self.assertLess(abs(cpu - 100 * truth["compute_cpu"] / total), 5.0, ctx)
@@ -76,7 +79,17 @@ class RecordSteps(unittest.TestCase):
         truth, line, err = self.run_loop(0.012, 0)
         data = self.check(truth, line, err)
         self.assertGreater(data, 20.0)
-        self.assertIn("waiting for data is a high share of each step", line[10], err)
+        self.assertIn("waiting for data is a high share of each step", line[11], err)
+
+    def test_gpu_wait(self):
+        """Each step waits 5 ms in a synchronize call (tests/cuda's test double of the
+        driver: no GPU here), seen by the CUDA probes: the gpu_wait phase."""
+        fake = os.path.join(os.environ.get("CUDA_TEST_DIR", ""), "fakedrv", "libcuda.so.1")
+        if not os.path.exists(fake):
+            self.skipTest("no CUDA test double at %s (tests/cuda.cmake)" % fake)
+        truth, line, err = self.run_loop(0.005, 0, env={"FAKE_CUDA": fake, "GPU_WAIT_MS": "5"})
+        self.check(truth, line, err)
+        self.assertGreater(float(line[6]), 5.0, err)
 
     def test_two_workers(self):
         truth, line, err = self.run_loop(0.04, 2)

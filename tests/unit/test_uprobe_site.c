@@ -25,6 +25,8 @@ static const uint8_t glibc_posix_memalign[] = {
 /* endbr64; mov %rdi,%rbx; sub $0x18,%rsp; push %rbx */
 static const uint8_t cet_copy[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x89,
 				   0xfb, 0x48, 0x83, 0xec, 0x18, 0x53};
+/* at::RecordFunction::end in PyPI torch 2.15: cmpb $0x0,0x68(%rdi); je ...; push %r14 */
+static const uint8_t torch_end[] = {0x80, 0x7f, 0x68, 0x00, 0x74, 0x5a, 0x41, 0x56};
 /* mov %rsi,%rdi (writes rdi); push %rbp */
 static const uint8_t clobber[] = {0x48, 0x89, 0xf7, 0x55};
 /* an instruction not decoded: lea -0x10(%rdi),%rsi; push %rbp */
@@ -49,6 +51,7 @@ int main(void)
 	CHECK_INT(uprobe_site__emulated(clobber, sizeof(clobber), UPROBE_RDI), 0);
 	CHECK_INT(uprobe_site__emulated(clobber, sizeof(clobber), UPROBE_RSI), 3);
 	CHECK_INT(uprobe_site__emulated(unknown, sizeof(unknown), UPROBE_RDI), 0);
+	CHECK_INT(uprobe_site__emulated(torch_end, sizeof(torch_end), UPROBE_RDI), 4);
 	/* a truncated instruction is not read past the buffer */
 	CHECK_INT(uprobe_site__emulated(glibc_free, 4, UPROBE_RDI), 0);
 	return check_done("uprobe_site");

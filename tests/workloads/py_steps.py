@@ -3,8 +3,11 @@
 seconds per item (data wait), a fixed compute load (20 tanh(a @ a) on 256x256) and a small
 MLP with AdamW (optimizer), measuring its own phases with perf_counter and the thread's CPU
 time. A step runs from one optimizer step's end to the next. Prints one JSON line.
+With FAKE_CUDA=path of tests/cuda's test double of libcuda.so.1 (no GPU here), each step
+also calls its cuStreamSynchronize, which waits GPU_WAIT_MS (a stand-in for waiting on the
+GPU: the gpu_wait phase).
 Usage: py_steps.py STEPS [SLEEP [WORKERS]]"""
-import json, sys, time
+import ctypes, json, os, sys, time
 import torch
 
 SLEEP = float(sys.argv[2]) if len(sys.argv) > 2 else 0.01
@@ -17,13 +20,23 @@ class SleepyData(torch.utils.data.Dataset):
         time.sleep(SLEEP)          # the dataset's line: data wait
         return torch.ones(64), 1
 
+def fake_gpu():
+    """The test double's synchronize, or None."""
+    path = os.environ.get("FAKE_CUDA")
+    if not path:
+        return None
+    lib = ctypes.CDLL(path)
+    lib.fake_cuda_set_sync_ns(ctypes.c_long(int(float(os.environ.get("GPU_WAIT_MS", "5")) * 1e6)))
+    return lib.cuStreamSynchronize
+
 def main(steps):
     torch.set_num_threads(1)
     model = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
     opt = torch.optim.AdamW(model.parameters())
     dl = torch.utils.data.DataLoader(SleepyData(), batch_size=1, num_workers=WORKERS)
     it = iter(dl)
-    t = {"data": 0.0, "opt": 0.0, "total": 0.0, "compute_cpu": 0.0}
+    t = {"data": 0.0, "opt": 0.0, "total": 0.0, "compute_cpu": 0.0, "gpu": 0.0}
+    sync = fake_gpu()
     a = torch.randn(256, 256)
     prev = None
     for s in range(steps + 1):
@@ -36,6 +49,12 @@ def main(steps):
             a = torch.tanh(a @ a)
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
+        if sync:
+            g0 = time.perf_counter()
+            sync(None)          # the line that waits for the GPU
+            g = time.perf_counter() - g0
+        else:
+            g = 0.0
         c2 = time.thread_time()
         t2 = time.perf_counter()
         opt.step()
@@ -46,6 +65,7 @@ def main(steps):
             t["opt"] += t3 - t2
             t["total"] += t3 - prev
             t["compute_cpu"] += (c2 - c1) + (c0 - prevc)
+            t["gpu"] += g
         prev = t3
         prevc = time.thread_time()
     print(json.dumps({"steps": steps, **t}), flush=True)

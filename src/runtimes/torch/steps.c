@@ -13,6 +13,7 @@
 
 #include "capture/torch_probes.h"
 #include "capture/uprobe_link.h"
+#include "capture/uprobe_site.h"
 #include "symbolize/elf.h"
 #include "symbolize/proc.h"
 
@@ -21,6 +22,7 @@
 #define MAX_THREADS   64    /* threads with open scopes per process */
 #define MAX_DEPTH     16    /* open scopes per thread */
 #define MAX_DURATIONS 65536 /* step times kept per process for percentiles */
+#define CHECK_SLOTS   4096  /* processes whose maps generation is remembered */
 
 /* record_function_enter_new: torch 2.x (std::optional), 1.13 (c10::optional). */
 static const char *const enter_syms[] = {
@@ -31,10 +33,20 @@ static const char *const enter_syms[] = {
 };
 static const char end_sym[] = "_ZN2at14RecordFunction3endEv";
 
-enum scope_class { SC_NONE, SC_DATA, SC_OPT_STEP, SC_OPT_OTHER };
+enum scope_class { SC_NONE, SC_GPU, SC_DATA, SC_OPT_STEP, SC_OPT_OTHER };
+
+/* The phase of a class (SC_NONE: none). */
+static const int class_phase[] = {
+	[SC_NONE] = -1,
+	[SC_GPU] = STEP_GPU_WAIT,
+	[SC_DATA] = STEP_DATA_WAIT,
+	[SC_OPT_STEP] = STEP_OPTIMIZER,
+	[SC_OPT_OTHER] = STEP_OPTIMIZER,
+};
 
 struct open_scope {
 	uint64_t handle, t0, oncpu0;
+	uint64_t claimed, claimed_oncpu; /* taken by scopes inside it of a phase before its own */
 	enum scope_class cls;
 };
 
@@ -45,7 +57,7 @@ struct sthread {
 	/* the step being timed on this thread (started at an Optimizer.step end) */
 	bool started;
 	uint64_t step_t0, step_oncpu0;
-	uint64_t acc[STEP_PHASE__COUNT]; /* data_wait, optimizer so far */
+	uint64_t acc[STEP_PHASE__COUNT]; /* gpu_wait, data_wait, optimizer so far */
 	uint64_t acc_oncpu;		 /* CPU time inside those scopes */
 };
 
@@ -73,11 +85,15 @@ struct steps {
 	int nfiles;
 	struct sproc *procs;
 	int nprocs;
+	uint64_t checked[CHECK_SLOTS]; /* maps generation last looked at, by pid slot */
 	struct steps_stats st;
 };
 
-static const char *const phase_names[STEP_PHASE__COUNT] = {"data_wait", "optimizer", "cpu_compute",
-							   "other"};
+static const char *const phase_names[STEP_PHASE__COUNT] = {
+	[STEP_GPU_WAIT] = "gpu_wait",	[STEP_DATA_WAIT] = "data_wait",
+	[STEP_OPTIMIZER] = "optimizer", [STEP_CPU_COMPUTE] = "cpu_compute",
+	[STEP_OTHER] = "other",
+};
 
 /* See steps.h. */
 const char *steps__phase_name(enum step_phase ph)
@@ -136,8 +152,15 @@ static void probe_file(struct steps *st, struct proc *p, const struct proc_map *
 	for (size_t i = 0; i < sizeof(enter_syms) / sizeof(enter_syms[0]) && !enter_off; i++)
 		if (!elf_file__find_function(ef, enter_syms[i], &v) && v)
 			elf_file__vaddr_to_offset(ef, v, &enter_off);
-	if (!elf_file__find_function(ef, end_sym, &v) && v)
-		elf_file__vaddr_to_offset(ef, v, &end_off);
+	if (!elf_file__find_function(ef, end_sym, &v) && v &&
+	    !elf_file__vaddr_to_offset(ef, v, &end_off)) {
+		uint8_t code[48];
+
+		/* end() starts with a cmpb the kernel would single-step (~14 us a hit on a VM,
+		 * several hits a step): probed on the first emulated instruction instead */
+		if (!elf_file__read_vaddr(ef, v, code, sizeof(code)))
+			end_off += uprobe_site__emulated(code, sizeof(code), UPROBE_RDI);
+	}
 	/* remembered either way: the file is not looked at again */
 	st->files[st->nfiles] = (struct tfile){.dev = dev, .ino = m->inode};
 	if (!enter_off || !end_off) {
@@ -172,10 +195,15 @@ static void probe_file(struct steps *st, struct proc *p, const struct proc_map *
 /* See steps.h. */
 void steps__check(struct steps *st, struct proc *p)
 {
+	uint64_t *seen = &st->checked[(uint32_t)p->pid % CHECK_SLOTS];
+
+	/* once per maps generation (called for every sample): gens are unique per cache */
+	if (*seen == p->gen)
+		return;
+	*seen = p->gen;
 	for (size_t i = 0; i < p->n_maps; i++) {
 		const struct proc_map *m = &p->maps[i];
 		const char *b = strrchr(m->path, '/');
-
 		struct sproc *sp;
 
 		if (!m->exec || !m->inode || !b || strncmp(b + 1, "libtorch_cpu.so", 15))
@@ -189,6 +217,8 @@ void steps__check(struct steps *st, struct proc *p)
 
 static enum scope_class classify(const char *name)
 {
+	if (!strcmp(name, "cuda.synchronize"))
+		return SC_GPU;
 	if (!strncmp(name, "enumerate(DataLoader)#", 22))
 		return SC_DATA;
 	if (!strncmp(name, "Optimizer.step#", 15))
@@ -219,6 +249,15 @@ static struct sproc *proc_get(struct steps *st, pid_t pid)
 	return p;
 }
 
+/* A process steps__check saw mapping libtorch_cpu (others' events are not steps). */
+static struct sproc *proc_find(struct steps *st, pid_t pid)
+{
+	for (struct sproc *p = st->procs; p; p = p->next)
+		if (p->out.pid == pid && !p->exited)
+			return p;
+	return NULL;
+}
+
 static struct sthread *thread_get(struct sproc *p, pid_t tid)
 {
 	for (int i = 0; i < p->nthreads; i++)
@@ -233,18 +272,19 @@ static struct sthread *thread_get(struct sproc *p, pid_t tid)
 /* A step ended on thread t at time t1 (CPU time c1): its phases go to the process. */
 static void step_end(struct sproc *p, struct sthread *t, uint64_t t1, uint64_t c1)
 {
-	uint64_t wall, rest, cpu, known;
+	uint64_t wall, rest, cpu, known = 0;
 
 	if (t->started && t1 > t->step_t0) {
 		wall = t1 - t->step_t0;
-		known = t->acc[STEP_DATA_WAIT] + t->acc[STEP_OPTIMIZER];
+		for (int ph = 0; ph < STEP_CPU_COMPUTE; ph++)
+			known += t->acc[ph];
 		rest = wall > known ? wall - known : 0;
 		cpu = c1 > t->step_oncpu0 + t->acc_oncpu ? c1 - t->step_oncpu0 - t->acc_oncpu : 0;
 		cpu = cpu < rest ? cpu : rest;
 		p->out.steps++;
 		p->out.wall_ns += known + rest;
-		p->out.phase_ns[STEP_DATA_WAIT] += t->acc[STEP_DATA_WAIT];
-		p->out.phase_ns[STEP_OPTIMIZER] += t->acc[STEP_OPTIMIZER];
+		for (int ph = 0; ph < STEP_CPU_COMPUTE; ph++)
+			p->out.phase_ns[ph] += t->acc[ph];
 		p->out.phase_ns[STEP_CPU_COMPUTE] += cpu;
 		p->out.phase_ns[STEP_OTHER] += rest - cpu;
 		if (!p->dur)
@@ -259,23 +299,66 @@ static void step_end(struct sproc *p, struct sthread *t, uint64_t t1, uint64_t c
 	t->acc_oncpu = 0;
 }
 
+/*
+ * Scope s (at depth i of t's stack) ended at t1 with CPU time c1. Its time goes to its
+ * phase unless an enclosing scope's phase comes first (that one has it all), less what
+ * scopes inside it of an earlier phase took; the nearest enclosing classified scope of a
+ * later phase gives it up.
+ */
+static void close_scope(struct sproc *p, struct sthread *t, const struct open_scope *s, int i,
+			uint64_t t1, uint64_t c1)
+{
+	int ph = class_phase[s->cls], outer_best = STEP_PHASE__COUNT;
+	struct open_scope *enclosing = NULL;
+	uint64_t dur, cpu;
+
+	if (ph < 0 || t1 <= s->t0)
+		return;
+	for (int k = 0; k < i; k++) {
+		int kp = class_phase[t->s[k].cls];
+
+		if (kp < 0)
+			continue;
+		outer_best = kp < outer_best ? kp : outer_best;
+		enclosing = &t->s[k];
+	}
+	if (outer_best <= ph)
+		return; /* an enclosing scope's phase comes first: it has this time */
+	dur = t1 - s->t0;
+	cpu = c1 > s->oncpu0 ? c1 - s->oncpu0 : 0;
+	t->acc[ph] += dur > s->claimed ? dur - s->claimed : 0;
+	t->acc_oncpu += cpu > s->claimed_oncpu ? cpu - s->claimed_oncpu : 0;
+	if (enclosing) {
+		enclosing->claimed += dur;
+		enclosing->claimed_oncpu += cpu;
+	}
+	if (s->cls == SC_OPT_STEP && !enclosing)
+		step_end(p, t, t1, c1);
+}
+
 /* See steps.h. */
 void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
 {
-	struct sproc *p = proc_get(st, (pid_t)e->pid);
+	struct sproc *p = proc_find(st, (pid_t)e->pid);
 	struct sthread *t = p ? thread_get(p, (pid_t)e->tid) : NULL;
-	struct open_scope *s;
-	bool outer = true;
+	struct open_scope s;
+	char name[MLPROF_TORCH_NAME_MAX];
 	int i;
 
 	if (!t)
 		return;
 	st->st.scopes++;
+	memcpy(name, e->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (e->flags & MLPROF_SCOPE_INTERVAL) {
+		/* a whole interval (a synchronize call) inside whatever is open now */
+		if (!t->started && !t->depth)
+			return; /* not a training thread (yet) */
+		s = (struct open_scope){.t0 = e->time_ns - e->handle, .cls = classify(name)};
+		close_scope(p, t, &s, t->depth, e->time_ns, e->oncpu_ns);
+		return;
+	}
 	if (!(e->flags & MLPROF_SCOPE_EXIT)) {
-		char name[MLPROF_TORCH_NAME_MAX];
-
-		memcpy(name, e->name, sizeof(name));
-		name[sizeof(name) - 1] = '\0';
 		if (t->depth >= MAX_DEPTH)
 			t->depth = MAX_DEPTH - 1; /* too deep: the innermost is replaced */
 		t->s[t->depth++] = (struct open_scope){
@@ -292,41 +375,33 @@ void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
 		st->st.unmatched_exits++;
 		return;
 	}
-	s = &t->s[i];
+	s = t->s[i];
 	t->depth = i; /* scopes opened inside it and never closed go with it */
-	if (s->cls == SC_NONE)
-		return;
-	/* first match wins: a scope inside another classified one is already counted */
-	for (int k = 0; k < i; k++)
-		outer &= t->s[k].cls == SC_NONE;
-	if (outer && e->time_ns > s->t0) {
-		t->acc[s->cls == SC_DATA ? STEP_DATA_WAIT : STEP_OPTIMIZER] += e->time_ns - s->t0;
-		t->acc_oncpu += e->oncpu_ns > s->oncpu0 ? e->oncpu_ns - s->oncpu0 : 0;
-	}
-	if (s->cls == SC_OPT_STEP && outer)
-		step_end(p, t, e->time_ns, e->oncpu_ns);
+	close_scope(p, t, &s, i, e->time_ns, e->oncpu_ns);
 }
 
 /* See steps.h. */
 int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu)
 {
-	struct sproc *p;
+	struct sproc *p = proc_find(st, pid);
 
-	for (p = st->procs; p; p = p->next)
-		if (p->out.pid == pid && !p->exited)
-			break;
 	if (!p)
 		return 0;
 	for (int i = 0; i < p->nthreads; i++) {
 		struct sthread *t = &p->threads[i];
+		int best = STEP_PHASE__COUNT;
 
 		if (t->tid != tid)
 			continue;
-		/* the outermost classified scope: first match wins */
-		for (int k = 0; k < t->depth; k++)
-			if (t->s[k].cls != SC_NONE)
-				return 1 +
-				       (t->s[k].cls == SC_DATA ? STEP_DATA_WAIT : STEP_OPTIMIZER);
+		/* the open scope whose phase comes first */
+		for (int k = 0; k < t->depth; k++) {
+			int kp = class_phase[t->s[k].cls];
+
+			if (kp >= 0 && kp < best)
+				best = kp;
+		}
+		if (best < STEP_PHASE__COUNT)
+			return 1 + best;
 		if (!t->started)
 			return 0;
 		return 1 + (on_cpu ? STEP_CPU_COMPUTE : STEP_OTHER);

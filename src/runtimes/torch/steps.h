@@ -3,8 +3,9 @@
  * Training steps of PyTorch processes and where their time goes, from the record_function
  * scopes PyTorch opens whether or not a profiler runs (bpf/torch.bpf.c): a step is the
  * time between two ends of an Optimizer.step scope on a thread; each nanosecond of it is in
- * one phase, first match wins: data_wait (in the DataLoader's __next__), optimizer (in
- * Optimizer.step / zero_grad), cpu_compute (on CPU, the rest), other (off CPU, the rest).
+ * one phase, first match wins: gpu_wait (in a CUDA synchronize call, from the CUDA
+ * probes), data_wait (in the DataLoader's __next__), optimizer (in Optimizer.step /
+ * zero_grad), cpu_compute (on CPU, the rest), other (off CPU, the rest).
  */
 #ifndef MLPROF_STEPS_H
 #define MLPROF_STEPS_H
@@ -20,7 +21,9 @@ struct proc_cache;
 struct sampler;
 struct steps;
 
+/* In priority order: a nanosecond in several phases' scopes goes to the first. */
 enum step_phase {
+	STEP_GPU_WAIT,
 	STEP_DATA_WAIT,
 	STEP_OPTIMIZER,
 	STEP_CPU_COMPUTE,

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A fast PyTorch training loop for bench/steps.sh: a tiny model, a DataLoader over an
+in-memory dataset (batch of 1), AdamW; about 10^3 steps a second on one core. Runs
+WARMUP_S seconds, then SECONDS more, and prints "steps STEPS SECONDS"."""
+import sys
+import time
+
+import torch
+
+
+def main():
+    dur = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
+    warm = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
+    torch.set_num_threads(1)
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.AdamW(model.parameters())
+    data = torch.utils.data.TensorDataset(torch.randn(4096, 8), torch.randint(0, 2, (4096,)))
+
+    def batches():
+        while True:
+            yield from torch.utils.data.DataLoader(data, batch_size=1)
+
+    it = batches()
+    end = time.time() + warm
+    while time.time() < end:
+        x, y = next(it)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+    t0 = time.time()
+    steps = 0
+    while time.time() - t0 < dur:
+        x, y = next(it)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+        steps += 1
+    print("steps %d %.3f" % (steps, time.time() - t0), flush=True)
+
+
+main()
