@@ -1112,6 +1112,8 @@ uint64_t pipeline__bound_bytes(const struct pipeline_config *cfg)
 	if (cfg->offcpu || cfg->cuda.sync || cfg->cuda.memory || cfg->heap)
 		b += PENDING_MAX_BYTES;
 	b += memtrack__bound_bytes(MEM_MAX_ENTRIES, MEM_MAX_STACK_BYTES);
+	if (cfg->steps)
+		b += steps__bound_bytes();
 	return b;
 }
 

@@ -18,11 +18,11 @@
 #include "symbolize/proc.h"
 
 #define MAX_FILES     16
-#define MAX_PROCS     1024
-#define MAX_THREADS   64    /* threads with open scopes per process */
-#define MAX_DEPTH     16    /* open scopes per thread */
-#define MAX_DURATIONS 65536 /* step times kept per process for percentiles */
-#define CHECK_SLOTS   4096  /* processes whose maps generation is remembered */
+#define MAX_PROCS     256  /* PyTorch processes followed (exited ones with steps kept) */
+#define MAX_THREADS   16   /* threads with open scopes per process */
+#define MAX_DEPTH     16   /* open scopes per thread */
+#define MAX_DURATIONS 4096 /* step times kept per process for percentiles (the last ones) */
+#define CHECK_SLOTS   4096 /* processes whose maps generation is remembered */
 
 /* record_function_enter_new: torch 2.x (std::optional), 1.13 (c10::optional). */
 static const char *const enter_syms[] = {
@@ -228,13 +228,33 @@ static enum scope_class classify(const char *name)
 	return SC_NONE;
 }
 
+/* Unlinks and frees p. */
+static void proc_drop(struct steps *st, struct sproc *p)
+{
+	struct sproc **pp = &st->procs;
+
+	while (*pp && *pp != p)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = p->next;
+	free(p->dur);
+	free(p);
+	st->nprocs--;
+}
+
 static struct sproc *proc_get(struct steps *st, pid_t pid)
 {
-	struct sproc *p;
+	struct sproc *p, *oldest = NULL;
 
-	for (p = st->procs; p; p = p->next)
+	for (p = st->procs; p; p = p->next) {
 		if (p->out.pid == pid && !p->exited)
 			return p;
+		if (p->exited)
+			oldest = p; /* the list is newest first */
+	}
+	/* full: the oldest exited process's steps go (the agent runs for days) */
+	if (st->nprocs >= MAX_PROCS && oldest)
+		proc_drop(st, oldest);
 	if (st->nprocs >= MAX_PROCS) {
 		st->st.procs_dropped++;
 		return NULL;
@@ -412,14 +432,22 @@ int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu)
 /* See steps.h. */
 void steps__exited(struct steps *st, pid_t pid)
 {
-	for (struct sproc *p = st->procs; p; p = p->next) {
-		if (p->out.pid != pid || p->exited)
-			continue;
-		p->exited = true;
-		p->nthreads = 0;
-		if (!p->out.steps) /* nothing to report: forget it */
-			p->out.pid = 0;
+	struct sproc *p = proc_find(st, pid);
+
+	if (!p)
+		return;
+	if (!p->out.steps) { /* nothing to report */
+		proc_drop(st, p);
+		return;
 	}
+	p->exited = true;
+	p->nthreads = 0;
+}
+
+/* See steps.h. */
+uint64_t steps__bound_bytes(void)
+{
+	return (uint64_t)MAX_PROCS * (sizeof(struct sproc) + MAX_DURATIONS * sizeof(uint64_t));
 }
 
 static int cmp_u64(const void *a, const void *b)

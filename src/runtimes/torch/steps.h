@@ -66,5 +66,7 @@ void steps__exited(struct steps *st, pid_t pid);
 void steps__for_each(const struct steps *st, void (*cb)(void *ctx, const struct steps_proc *sp),
 		     void *ctx);
 void steps__stats(const struct steps *st, struct steps_stats *out);
+/* The most memory the steps of all processes hold (bounded; the oldest exited go first). */
+uint64_t steps__bound_bytes(void);
 
 #endif
