@@ -7,15 +7,9 @@
 #include <string.h>
 
 #include "profile/label.h"
+#include "util/fsutil.h"
 
 #define MAX_ARGS 64
-
-static const char *base_name(const char *s)
-{
-	const char *slash = strrchr(s, '/');
-
-	return slash ? slash + 1 : s;
-}
 
 static bool ends_with(const char *s, const char *sfx)
 {
@@ -50,7 +44,7 @@ static bool is_shell(const char *b)
 /* See service_name.h. */
 bool labels__is_shell(const char *argv0)
 {
-	const char *b = base_name(argv0);
+	const char *b = fsutil__base_name(argv0);
 
 	return is_shell(b[0] == '-' ? b + 1 : b); /* "-bash": a login shell */
 }
@@ -86,7 +80,7 @@ static bool is_launcher_module(const char *m)
 /* Writes the script name (basename without extension ext) into out. */
 static void put_script(const char *arg, const char *ext, char *out, size_t outlen)
 {
-	const char *b = base_name(arg);
+	const char *b = fsutil__base_name(arg);
 	size_t n = strlen(b);
 
 	if (ext && ends_with(b, ext) && n > strlen(ext))
@@ -108,7 +102,7 @@ static bool derive_launcher(char **argv, int argc, int depth, char *out, size_t 
 		}
 	}
 	for (int i = 0; i < argc; i++)
-		if (argv[i][0] != '-' && is_python(base_name(argv[i])))
+		if (argv[i][0] != '-' && is_python(fsutil__base_name(argv[i])))
 			return derive(argv + i, argc - i, depth + 1, out, outlen, origin);
 	return false;
 }
@@ -143,11 +137,11 @@ static bool derive_python(char **argv, int argc, int depth, char *out, size_t ou
 		if (!strcmp(a, "-") || is_fd_path(a))
 			return false; /* program on stdin or a pipe */
 		/* the script: a console-script launcher (…/bin/torchrun) or a program */
-		if (is_launcher(base_name(a))) {
+		if (is_launcher(fsutil__base_name(a))) {
 			if (derive_launcher(argv + i + 1, argc - i - 1, depth + 1, out, outlen,
 					    origin))
 				return true;
-			snprintf(out, outlen, "%s", base_name(a));
+			snprintf(out, outlen, "%s", fsutil__base_name(a));
 			return true;
 		}
 		put_script(a, ".py", out, outlen);
@@ -204,7 +198,7 @@ static bool derive(char **argv, int argc, int depth, char *out, size_t outlen,
 
 	if (argc <= 0 || depth > 4)
 		return false;
-	b = base_name(argv[0]);
+	b = fsutil__base_name(argv[0]);
 	if (depth == 0 && b[0] == '-')
 		b++; /* a login shell: "-bash" */
 	if (!*b)
@@ -310,7 +304,7 @@ char *labels__service_from_cmdline(const char *cmdline, size_t len, const char *
 /* See service_name.h. */
 unsigned int labels__ml_classify_path(const char *path)
 {
-	const char *b = base_name(path);
+	const char *b = fsutil__base_name(path);
 	unsigned int bits = 0;
 
 	if (!strncmp(b, "libpython", 9) || is_python(b))

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "profile.pb-c.h"
 #include "profile/diff_flamegraph.h"
+#include "util/fsutil.h"
 #include "util/gzip.h"
 
 /* Larger inputs are refused (-E2BIG/-EFBIG) rather than exhausting memory. */
@@ -154,7 +155,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->paths[0] = argv[optind];
 	o->paths[1] = argv[optind + 1];
 	if (o->output) {
-		const char *dot = strrchr(diff__base_name(o->output), '.');
+		const char *dot = strrchr(fsutil__base_name(o->output), '.');
 
 		if (dot && (!strcmp(dot, ".gz") || !strcmp(dot, ".pprof") || !strcmp(dot, ".svg") ||
 			    !strcmp(dot, ".folded") || !strcmp(dot, ".txt")))
@@ -417,7 +418,7 @@ static int write_flamegraph(const struct options *o, const struct diff_result *r
 		snprintf(title, sizeof(title), "%s", o->title);
 	else
 		snprintf(title, sizeof(title), "mlprof diff: %s -> %s",
-			 diff__base_name(o->paths[0]), diff__base_name(o->paths[1]));
+			 fsutil__base_name(o->paths[0]), fsutil__base_name(o->paths[1]));
 	if (asprintf(&tmp, "%s.tmp.%d", o->output, (int)getpid()) < 0) {
 		tmp = NULL;
 		err = -ENOMEM;

@@ -17,6 +17,7 @@
 #include "capture/uprobe_site.h"
 #include "symbolize/elf.h"
 #include "symbolize/proc.h"
+#include "util/fsutil.h"
 
 #define DEFAULT_SAMPLE_BYTES (512u << 10)
 #define DEFAULT_MAX_PROCS    1024
@@ -127,17 +128,10 @@ static bool selected(const struct heap *h, const struct proc *p)
 	return p->comm[0] && strstr(h->comms, needle);
 }
 
-static const char *base_name(const char *path)
-{
-	const char *b = strrchr(path, '/');
-
-	return b ? b + 1 : path;
-}
-
 /* How well map m's file fits as p's allocator: 3 a replacement, 2 the executable, 1 libc. */
 static int allocator_rank(const struct proc *p, const struct proc_map *m)
 {
-	const char *b = base_name(m->path);
+	const char *b = fsutil__base_name(m->path);
 
 	for (size_t i = 0; i < sizeof(replacements) / sizeof(replacements[0]); i++)
 		if (!strncmp(b, replacements[i], strlen(replacements[i])))

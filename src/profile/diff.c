@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "profile.pb-c.h"
+#include "util/fsutil.h"
 #include "util/gzip.h"
 
 /* Larger inputs are refused (-E2BIG/-EFBIG) rather than exhausting memory. */
@@ -192,14 +193,6 @@ static const char *str_at(struct parse *ps, int64_t i)
 	return pb->string_table[i];
 }
 
-/* See diff.h. */
-const char *diff__base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
 /* Interns a made-up "module+0xoffset" / "0xaddress" name for a location without lines. */
 static int address_key(struct parse *ps, const Perftools__Profiles__Location *l, uint32_t *out)
 {
@@ -217,7 +210,7 @@ static int address_key(struct parse *ps, const Perftools__Profiles__Location *l,
 			return -EBADMSG;
 	}
 	if (*file && l->address >= pb->mapping[mi]->memory_start)
-		n = asprintf(&name, "%s+0x%" PRIx64, diff__base_name(file),
+		n = asprintf(&name, "%s+0x%" PRIx64, fsutil__base_name(file),
 			     l->address - pb->mapping[mi]->memory_start +
 				     pb->mapping[mi]->file_offset);
 	else
@@ -620,8 +613,8 @@ static int name_rows(struct diff_result *r)
 
 		err = keytab_add(&by_name, k->name, "", &idx_name[i], NULL);
 		if (!err)
-			err = keytab_add(&by_base, k->name, diff__base_name(k->file), &idx_base[i],
-					 NULL);
+			err = keytab_add(&by_base, k->name, fsutil__base_name(k->file),
+					 &idx_base[i], NULL);
 		if (err)
 			goto cleanup;
 		cnt_name[idx_name[i]]++;
@@ -635,7 +628,7 @@ static int name_rows(struct diff_result *r)
 		if (cnt_name[idx_name[i]] == 1 || !*k->file)
 			n = asprintf(&r->names[i], "%s", k->name);
 		else if (cnt_base[idx_base[i]] == 1)
-			n = asprintf(&r->names[i], "%s (%s)", k->name, diff__base_name(k->file));
+			n = asprintf(&r->names[i], "%s (%s)", k->name, fsutil__base_name(k->file));
 		else
 			n = asprintf(&r->names[i], "%s (%s)", k->name, k->file);
 		if (n < 0) {

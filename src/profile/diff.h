@@ -100,7 +100,5 @@ const char *diff__format_value(int64_t v, const char *unit, char *buf, size_t le
 
 /* The profile's default_sample_type index, or -1 when it names none. */
 int diff__default_type(const struct diff_side *s);
-/* The last component of a path. */
-const char *diff__base_name(const char *path);
 
 #endif

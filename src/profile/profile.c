@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/hash.h"
+#include "util/fsutil.h"
 
 #define LOG_MODULE "profile"
 #include "util/log.h"
@@ -961,13 +962,6 @@ void profile__mapping(const struct profile *p, size_t idx, struct profile_mappin
 	};
 }
 
-static const char *basename_of(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* Python files are shown relative to site-packages, like py-spy does. */
 static const char *short_py_file(const char *file)
 {
@@ -1008,7 +1002,7 @@ const char *profile__location_name(const struct profile *p, uint32_t location_id
 			snprintf(buf, len, "%s", f->name);
 	} else if (l->mapping_id) {
 		const struct mapping *m = &p->maps[l->mapping_id - 1];
-		const char *mod = m->file[0] ? basename_of(m->file) : "[unknown]";
+		const char *mod = m->file[0] ? fsutil__base_name(m->file) : "[unknown]";
 
 		snprintf(buf, len, "%s+0x%" PRIx64, mod, l->address - m->start + m->file_offset);
 	} else if (l->kind == FRAME_KERNEL) {

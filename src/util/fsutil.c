@@ -36,3 +36,11 @@ int fsutil__mkdir_p(const char *dir, mode_t leaf_mode)
 		return -ENOTDIR;
 	return access(path, W_OK | X_OK) ? -errno : 0;
 }
+
+/* See fsutil.h. */
+const char *fsutil__base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}

@@ -11,4 +11,7 @@
  */
 int fsutil__mkdir_p(const char *dir, mode_t leaf_mode);
 
+/* The last component of path (what follows its last '/'; path itself without one). */
+const char *fsutil__base_name(const char *path);
+
 #endif

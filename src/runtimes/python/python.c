@@ -13,6 +13,7 @@
 #include "runtimes/python/python_stack.h"
 #include "symbolize/elf.h"
 #include "symbolize/proc.h"
+#include "util/fsutil.h"
 
 #define PROC_BUCKETS 1024
 /* Processes tracked at once (each costs a few dozen bytes). */
@@ -169,17 +170,10 @@ void python__forget(struct python *py, pid_t pid)
 	pycode_cache__forget(py->codes, pid);
 }
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* Minor version from a file name such as python3.11, libpython3.10.so.1.0; -1 if none. */
 static int minor_from_name(const char *path)
 {
-	const char *s = strstr(base_name(path), "python3.");
+	const char *s = strstr(fsutil__base_name(path), "python3.");
 	char *end;
 	long v;
 
@@ -346,7 +340,7 @@ static const struct py_elf *classify(struct python *py, struct elf_file *ef, con
 
 static bool is_libc(const char *path)
 {
-	const char *b = base_name(path);
+	const char *b = fsutil__base_name(path);
 
 	return strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-2.", 7) == 0;
 }
@@ -397,7 +391,7 @@ int python__check(struct python *py, struct proc *p, struct mlprof_py_proc *out)
 			continue;
 		libc = is_libc(m->path);
 		/* the main executable (an embedded interpreter) and files named for Python */
-		candidate = first_file || strstr(base_name(m->path), "python");
+		candidate = first_file || strstr(fsutil__base_name(m->path), "python");
 		first_file = false;
 		if (!libc && (!candidate || interp))
 			continue;

@@ -16,6 +16,7 @@
 #include "capture/uprobe_site.h"
 #include "symbolize/elf.h"
 #include "symbolize/proc.h"
+#include "util/fsutil.h"
 
 #define MAX_FILES     16
 #define MAX_PROCS     256  /* PyTorch processes followed (exited ones with steps kept) */
@@ -203,10 +204,10 @@ void steps__check(struct steps *st, struct proc *p)
 	*seen = p->gen;
 	for (size_t i = 0; i < p->n_maps; i++) {
 		const struct proc_map *m = &p->maps[i];
-		const char *b = strrchr(m->path, '/');
 		struct sproc *sp;
 
-		if (!m->exec || !m->inode || !b || strncmp(b + 1, "libtorch_cpu.so", 15))
+		if (!m->exec || !m->inode ||
+		    strncmp(fsutil__base_name(m->path), "libtorch_cpu.so", 15))
 			continue;
 		probe_file(st, p, m);
 		sp = proc_get(st, p->pid);
