@@ -17,11 +17,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #include "record.bpf.h"
 
+#include "scope.bpf.h"
+
 #include <mlprof/cuda.h>
-#include <mlprof/torch.h>
 
 /* Send every synchronize call as an interval (training-step phases: gpu_wait). */
 const volatile bool sync_intervals = false;
+static const __u8 sync_scope_name[MLPROF_TORCH_NAME_MAX] = "cuda.synchronize";
 
 /* A stack capture of a CUDA event (see rec_capture), counted. */
 static __always_inline int capture(struct pt_regs *ctx, __u32 kind, __u64 value, __u64 aux0,
@@ -106,11 +108,10 @@ struct {
 static __always_inline void count_event(__u32 pid, __u32 kind, __u64 what)
 {
 	struct cuda_count_key key = {.pid = pid, .kind = kind, .what = what};
+	__u64 one = 1, *v;
 
 	if (count_window_ns)
 		key.window = bpf_ktime_get_ns() / count_window_ns;
-	__u64 one = 1, *v;
-
 	stat_inc(MLPROF_STAT_CUDA_EVENTS);
 	v = bpf_map_lookup_elem(&cuda_counts, &key);
 	if (v)
@@ -249,7 +250,7 @@ static __always_inline void sync_enter(struct pt_regs *ctx, __u32 kind)
 	if (!tgid || (kind == IF_SYNC_DRV && inside_runtime((__u32)id, IF_SYNC_RT)))
 		return;
 	if (sync_intervals)
-		in.arg = BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
+		in.arg = scope_oncpu_ns();
 	count_event(tgid, MLPROF_SK_CUDA_SYNC, 0);
 	w = sampled();
 	if (w) {
@@ -276,22 +277,12 @@ static __always_inline void sync_exit(__u32 kind)
 			     (now - in->start_ns) * in->weight / WEIGHT_ONE, 0,
 			     MLPROF_STAT_CUDA_LOST);
 	if (sync_intervals) {
-		struct mlprof_torch_scope *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
-		__u64 oncpu = BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
+		__u64 oncpu = scope_oncpu_ns();
 
-		if (e) {
-			e->type = MLPROF_EV_TORCH_SCOPE;
-			e->pid = id >> 32;
-			e->tid = (__u32)id;
-			e->flags = MLPROF_SCOPE_INTERVAL;
-			e->time_ns = now;
-			e->oncpu_ns = oncpu > in->arg ? oncpu - in->arg : 0;
-			e->handle = now - in->start_ns;
-			__builtin_memcpy(e->name, "cuda.synchronize", 17);
-			bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
-		} else {
-			stat_inc(MLPROF_STAT_TORCH_LOST);
-		}
+		/* a whole interval: handle = its length, oncpu = the CPU time during it */
+		scope_send(id >> 32, (__u32)id, MLPROF_SCOPE_INTERVAL, now,
+			   oncpu > in->arg ? oncpu - in->arg : 0, now - in->start_ns,
+			   sync_scope_name);
 	}
 	bpf_map_delete_elem(&cuda_inflight, &key);
 }

@@ -15,8 +15,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #include "record.bpf.h"
-
-#include <mlprof/torch.h>
+#include "scope.bpf.h"
 
 /* A scope being entered: its name, read at entry (the string lives until the return). */
 struct enter_call {
@@ -49,34 +48,6 @@ struct cxx_string {
 	__u64 data, len;
 };
 
-static __always_inline __u64 oncpu_ns(void)
-{
-	return BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
-}
-
-static __always_inline void send(__u32 tgid, __u32 tid, __u32 flags, __u64 time_ns, __u64 oncpu,
-				 __u64 handle, const __u8 *name)
-{
-	struct mlprof_torch_scope *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
-
-	if (!e) {
-		stat_inc(MLPROF_STAT_TORCH_LOST);
-		return;
-	}
-	e->type = MLPROF_EV_TORCH_SCOPE;
-	e->pid = tgid;
-	e->tid = tid;
-	e->flags = flags;
-	e->time_ns = time_ns;
-	e->oncpu_ns = oncpu;
-	e->handle = handle;
-	if (name)
-		__builtin_memcpy(e->name, name, MLPROF_TORCH_NAME_MAX);
-	else
-		e->name[0] = 0;
-	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
-}
-
 SEC("uprobe")
 int torch_entry(struct pt_regs *ctx)
 {
@@ -87,7 +58,7 @@ int torch_entry(struct pt_regs *ctx)
 		return 0;
 	if (bpf_get_attach_cookie(ctx) == MLPROF_TP_ENTER) {
 		/* rdi: where the returned intrusive_ptr goes (returned in memory), rsi: the name */
-		struct enter_call call = {.time_ns = now, .oncpu_ns = oncpu_ns()};
+		struct enter_call call = {.time_ns = now, .oncpu_ns = scope_oncpu_ns()};
 		struct cxx_string str;
 		__u64 n;
 
@@ -112,7 +83,8 @@ int torch_entry(struct pt_regs *ctx)
 
 			if (h && self >= h && self - h < 64) {
 				os->handle[i] = 0;
-				send(tgid, tid, MLPROF_SCOPE_EXIT, now, oncpu_ns(), h, NULL);
+				scope_send(tgid, tid, MLPROF_SCOPE_EXIT, now, scope_oncpu_ns(), h,
+					   NULL);
 				break;
 			}
 		}
@@ -147,7 +119,7 @@ int torch_return(struct pt_regs *ctx)
 	if (slot < 0)
 		slot = OPEN_MAX - 1; /* too deep: the innermost is replaced */
 	os->handle[slot & (OPEN_MAX - 1)] = handle;
-	send(tgid, tid, 0, call->time_ns, call->oncpu_ns, handle, call->name);
+	scope_send(tgid, tid, 0, call->time_ns, call->oncpu_ns, handle, call->name);
 out:
 	bpf_map_delete_elem(&torch_enter, &tid);
 	return 0;
