@@ -8,6 +8,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #include "record.bpf.h"
+#include "scope.bpf.h"
 
 /*
  * With hold_cuda_maps (CUDA/NCCL probes on), a profiled process that maps a CUDA runtime,
@@ -99,6 +100,24 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	py_on_fork(ptgid, ctgid);
 	emit_proc_event(MLPROF_EV_FORK, ctgid, ptgid, child);
+	return 0;
+}
+
+/*
+ * For the threads of PyTorch scopes only (an entry in scope_runs): their runtime and the
+ * time at each switch-in, so that scope_oncpu_ns is exact between ticks. Attached by user
+ * space while scopes are probed (sampler__scope_cpu_start); for every other switch, one
+ * failed task-storage lookup.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_scope_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct scope_run *r = bpf_task_storage_get(&scope_runs, next, 0, 0);
+
+	if (r) {
+		r->sum_in = next->se.sum_exec_runtime;
+		r->in_ns = bpf_ktime_get_ns();
+	}
 	return 0;
 }
 

@@ -250,7 +250,7 @@ static __always_inline void sync_enter(struct pt_regs *ctx, __u32 kind)
 	if (!tgid || (kind == IF_SYNC_DRV && inside_runtime((__u32)id, IF_SYNC_RT)))
 		return;
 	if (sync_intervals)
-		in.arg = scope_oncpu_ns();
+		in.arg = scope_oncpu_ns(now);
 	count_event(tgid, MLPROF_SK_CUDA_SYNC, 0);
 	w = sampled();
 	if (w) {
@@ -277,7 +277,7 @@ static __always_inline void sync_exit(__u32 kind)
 			     (now - in->start_ns) * in->weight / WEIGHT_ONE, 0,
 			     MLPROF_STAT_CUDA_LOST);
 	if (sync_intervals) {
-		__u64 oncpu = scope_oncpu_ns();
+		__u64 oncpu = scope_oncpu_ns(now);
 
 		/* a whole interval: handle = its length, oncpu = the CPU time during it */
 		scope_send(id >> 32, (__u32)id, MLPROF_SCOPE_INTERVAL, now,

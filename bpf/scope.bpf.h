@@ -9,10 +9,38 @@
 
 #include <mlprof/torch.h>
 
-/* The current thread's CPU time: its scheduler runtime (updated at ticks and switches). */
-static __always_inline __u64 scope_oncpu_ns(void)
+/*
+ * Threads that have sent a scope event: their sum_exec_runtime and the time at their last
+ * switch-in, kept by the cpu object's on_scope_switch (attached while PyTorch scopes are
+ * probed). Task storage: freed with the task, nothing for any other thread.
+ */
+struct scope_run {
+	__u64 in_ns;  /* bpf_ktime_get_ns() at the switch-in, 0 before the first one seen */
+	__u64 sum_in; /* the task's sum_exec_runtime then (exact: updated at its switch-out) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct scope_run);
+} scope_runs SEC(".maps");
+
+/*
+ * The current thread's CPU time at now: its runtime at its last switch-in plus the time
+ * since (the scheduler's own sum_exec_runtime is only brought up to date at ticks and
+ * switches: up to a tick, 4 ms, stale, more than a whole step of a fast loop). Until the
+ * thread's first switch-in has been seen, that stale sum.
+ */
+static __always_inline __u64 scope_oncpu_ns(__u64 now)
 {
-	return BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct scope_run *r =
+		bpf_task_storage_get(&scope_runs, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (r && r->in_ns && now >= r->in_ns)
+		return r->sum_in + (now - r->in_ns);
+	return BPF_CORE_READ(task, se.sum_exec_runtime);
 }
 
 /* Sends a scope event; name: NULL or MLPROF_TORCH_NAME_MAX bytes. */

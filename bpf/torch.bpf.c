@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * PyTorch record_function scopes, from uprobes on libtorch_cpu: the entry of
- * torch::autograd::profiler::record_function_enter_new(const std::string &name, ...) (its
- * return gives the scope's handle) and at::RecordFunction::end(). PyTorch opens these
+ * PyTorch record_function scopes, from uprobes on libtorch_cpu. Opened at the entry of
+ * torch::autograd::profiler::record_function_enter(const std::string &name, ...,
+ * at::RecordFunction &rec) where .symtab names it (PyPI wheels), else at the entry and return
+ * of record_function_enter_new (exported; its return gives the handle); closed in
+ * record_function_exit_new where its code is the known three instructions, else in
+ * at::RecordFunction::end() (which every RecordFunction of the process runs: ~14 hits a
+ * training step instead of 3). Entry probes only on the first path. PyTorch opens these
  * scopes whether or not a profiler runs (the optimizer's step, the DataLoader's next), so
  * training steps and their phases are found without touching the job. Attached per
  * library file by user space; events go to the shared ring buffer.
@@ -30,16 +34,17 @@ struct {
 	__type(value, struct enter_call);
 } torch_enter SEC(".maps");
 
-/* Open scopes per thread: their handles (an end() of anything else is ignored). */
+/* Open scopes per thread (task storage: freed with the thread): their handles (an end()
+ * of anything else is ignored). */
 #define OPEN_MAX 8
 struct open_scopes {
 	__u64 handle[OPEN_MAX];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct open_scopes);
 } torch_open SEC(".maps");
 
@@ -48,47 +53,86 @@ struct cxx_string {
 	__u64 data, len;
 };
 
+/* Opens scope handle on thread tid (its enter event carries name). */
+static __always_inline void open_scope(__u32 tgid, __u32 tid, __u64 handle, __u64 time_ns,
+				       __u64 oncpu, const __u8 *name)
+{
+	struct open_scopes *os = bpf_task_storage_get(&torch_open, bpf_get_current_task_btf(), 0,
+						      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	int slot = -1;
+
+	if (!os)
+		return;
+	for (int i = 0; i < OPEN_MAX; i++)
+		if (!os->handle[i] && slot < 0)
+			slot = i;
+	if (slot < 0)
+		slot = OPEN_MAX - 1; /* too deep: the innermost is replaced */
+	os->handle[slot & (OPEN_MAX - 1)] = handle;
+	scope_send(tgid, tid, 0, time_ns, oncpu, handle, name);
+}
+
+/* Reads the std::string at str into name (NUL-terminated, cut); false when unreadable. */
+static __always_inline bool read_name(__u8 name[MLPROF_TORCH_NAME_MAX], const void *str)
+{
+	struct cxx_string s;
+	__u64 n;
+
+	if (bpf_probe_read_user(&s, sizeof(s), str))
+		return false;
+	n = s.len < MLPROF_TORCH_NAME_MAX - 1 ? s.len : MLPROF_TORCH_NAME_MAX - 1;
+	return !bpf_probe_read_user(name, n & (MLPROF_TORCH_NAME_MAX - 1), (const void *)s.data);
+}
+
+/*
+ * A scope's end: self (a RecordFunction) lies in an open scope's object, whichever of its
+ * addresses the enter gave (the PythonRecordFunction, or the RecordFunction 16 bytes in).
+ */
+static __always_inline void close_scope(__u32 tgid, __u32 tid, __u64 self, __u64 now)
+{
+	struct open_scopes *os =
+		bpf_task_storage_get(&torch_open, bpf_get_current_task_btf(), 0, 0);
+
+	if (!os)
+		return;
+	for (int i = OPEN_MAX - 1; i >= 0; i--) {
+		__u64 h = os->handle[i];
+
+		if (h && (self >= h ? self - h : h - self) < 64) {
+			os->handle[i] = 0;
+			scope_send(tgid, tid, MLPROF_SCOPE_EXIT, now, scope_oncpu_ns(now), h, NULL);
+			break;
+		}
+	}
+}
+
 SEC("uprobe")
 int torch_entry(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
 
 	if (!pid_wanted(tgid))
 		return 0;
-	if (bpf_get_attach_cookie(ctx) == MLPROF_TP_ENTER) {
-		/* rdi: where the returned intrusive_ptr goes (returned in memory), rsi: the name */
-		struct enter_call call = {.time_ns = now, .oncpu_ns = scope_oncpu_ns()};
-		struct cxx_string str;
-		__u64 n;
+	if (cookie == MLPROF_TP_ENTER_REC) {
+		/* record_function_enter(name, args, rec): the scope opens here, keyed by rec */
+		__u8 name[MLPROF_TORCH_NAME_MAX] = {};
 
-		if (bpf_probe_read_user(&str, sizeof(str), (const void *)PT_REGS_PARM2(ctx)))
-			return 0;
-		n = str.len < MLPROF_TORCH_NAME_MAX - 1 ? str.len : MLPROF_TORCH_NAME_MAX - 1;
-		if (bpf_probe_read_user(call.name, n & (MLPROF_TORCH_NAME_MAX - 1),
-					(const void *)str.data))
-			return 0;
-		bpf_map_update_elem(&torch_enter, &tid, &call, BPF_ANY);
+		if (read_name(name, (const void *)PT_REGS_PARM1(ctx)))
+			open_scope(tgid, tid, PT_REGS_PARM3(ctx), now, scope_oncpu_ns(now), name);
 		return 0;
 	}
-	/* at::RecordFunction::end(this): this is inside an open scope's handle */
-	{
-		struct open_scopes *os = bpf_map_lookup_elem(&torch_open, &tid);
-		__u64 self = PT_REGS_PARM1(ctx);
+	if (cookie == MLPROF_TP_ENTER) {
+		/* rdi: where the returned intrusive_ptr goes (returned in memory), rsi: the name */
+		struct enter_call call = {.time_ns = now, .oncpu_ns = scope_oncpu_ns(now)};
 
-		if (!os)
-			return 0;
-		for (int i = OPEN_MAX - 1; i >= 0; i--) {
-			__u64 h = os->handle[i];
-
-			if (h && self >= h && self - h < 64) {
-				os->handle[i] = 0;
-				scope_send(tgid, tid, MLPROF_SCOPE_EXIT, now, scope_oncpu_ns(), h,
-					   NULL);
-				break;
-			}
-		}
+		if (read_name(call.name, (const void *)PT_REGS_PARM2(ctx)))
+			bpf_map_update_elem(&torch_enter, &tid, &call, BPF_ANY);
+		return 0;
 	}
+	/* at::RecordFunction::end(this), or record_function_exit_new where rdi is the same */
+	close_scope(tgid, tid, PT_REGS_PARM1(ctx), now);
 	return 0;
 }
 
@@ -98,29 +142,12 @@ int torch_return(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), tgid = bpf_get_current_pid_tgid() >> 32;
 	struct enter_call *call = bpf_map_lookup_elem(&torch_enter, &tid);
-	struct open_scopes fresh = {}, *os;
 	__u64 handle = 0;
-	int slot = -1;
 
 	if (!call)
 		return 0;
-	if (bpf_probe_read_user(&handle, sizeof(handle), (const void *)PT_REGS_RC(ctx)) || !handle)
-		goto out;
-	os = bpf_map_lookup_elem(&torch_open, &tid);
-	if (!os) {
-		bpf_map_update_elem(&torch_open, &tid, &fresh, BPF_NOEXIST);
-		os = bpf_map_lookup_elem(&torch_open, &tid);
-		if (!os)
-			goto out;
-	}
-	for (int i = 0; i < OPEN_MAX; i++)
-		if (!os->handle[i] && slot < 0)
-			slot = i;
-	if (slot < 0)
-		slot = OPEN_MAX - 1; /* too deep: the innermost is replaced */
-	os->handle[slot & (OPEN_MAX - 1)] = handle;
-	scope_send(tgid, tid, 0, call->time_ns, call->oncpu_ns, handle, call->name);
-out:
+	if (!bpf_probe_read_user(&handle, sizeof(handle), (const void *)PT_REGS_RC(ctx)) && handle)
+		open_scope(tgid, tid, handle, call->time_ns, call->oncpu_ns, call->name);
 	bpf_map_delete_elem(&torch_enter, &tid);
 	return 0;
 }

@@ -14,8 +14,11 @@
 
 /* Probe cookies. */
 enum mlprof_torch_probe {
-	MLPROF_TP_ENTER = 1, /* torch::autograd::profiler::record_function_enter_new */
-	MLPROF_TP_END = 2,   /* at::RecordFunction::end() */
+	MLPROF_TP_ENTER = 1,	 /* torch::autograd::profiler::record_function_enter_new */
+	MLPROF_TP_END = 2,	 /* at::RecordFunction::end() (rdi: the RecordFunction), or inside
+				  * record_function_exit_new where rdi is the same */
+	MLPROF_TP_ENTER_REC = 3, /* torch::autograd::profiler::record_function_enter(name,
+				  * args, RecordFunction &rec), local (.symtab) */
 };
 
 #define MLPROF_TORCH_NAME_MAX 64
@@ -32,8 +35,9 @@ struct mlprof_torch_scope {
 	__u32 tid;
 	__u32 flags;
 	__u64 time_ns;	/* CLOCK_MONOTONIC */
-	__u64 oncpu_ns; /* the thread's CPU time (task sum_exec_runtime, updated at ticks) */
-	__u64 handle;	/* the scope's PythonRecordFunction (pairs enter and exit) */
+	__u64 oncpu_ns; /* the thread's CPU time (scope_oncpu_ns, bpf/scope.bpf.h) */
+	__u64 handle;	/* the scope's PythonRecordFunction or its RecordFunction (pairs enter
+			 * and exit) */
 	__u8 name[MLPROF_TORCH_NAME_MAX]; /* enter only, NUL-terminated, cut */
 };
 

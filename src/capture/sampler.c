@@ -83,6 +83,7 @@ struct sampler {
 	void *cb_ctx;
 	uint64_t *pids_gen; /* the pids_gen map, mapped on first use (pids_changed) */
 	struct hold *hold;  /* processes held at a CUDA library mmap; NULL when not holding */
+	struct bpf_link *scope_switch; /* on_scope_switch, attached by sampler__scope_cpu_start */
 };
 
 /* Returns the metric name of a BPF counter (static string; "unknown" when out of range). */
@@ -376,6 +377,30 @@ int sampler__share_maps(struct sampler *s, const char *what, struct bpf_map *scr
 }
 
 /* See sampler_share.h. */
+int sampler__share_scope_runs(struct sampler *s, struct bpf_map *scope_runs)
+{
+	int err = bpf_map__reuse_fd(scope_runs, bpf_map__fd(s->skel->maps.scope_runs));
+
+	if (err)
+		pr_err("cannot share the scope threads' run times: %s", strerror(-err));
+	return err;
+}
+
+/* See sampler_share.h. */
+void sampler__scope_cpu_start(struct sampler *s)
+{
+	if (s->scope_switch)
+		return;
+	s->scope_switch = bpf_program__attach(s->skel->progs.on_scope_switch);
+	if (!s->scope_switch) {
+		s->scope_switch = NULL;
+		pr_warn("cannot attach the scope threads' switch tracepoint (%s): step CPU times "
+			"are read at the scheduler's ticks",
+			strerror(errno));
+	}
+}
+
+/* See sampler_share.h. */
 void sampler__knobs(const struct sampler *s, struct sampler_knobs *out)
 {
 	out->filter_mode = s->skel->rodata->filter_mode;
@@ -454,7 +479,7 @@ static int cuda_setup(struct sampler *s)
 		o->rodata->cuda_budget = s->cuda_budget;
 	o->rodata->count_window_ns = s->cuda_count_window_ns;
 	o->rodata->sync_intervals = s->cuda_sync_intervals;
-	err = share_capture(s, o, "CUDA");
+	err = share_capture(s, o, "CUDA") ?: sampler__share_scope_runs(s, o->maps.scope_runs);
 	if (err)
 		return err;
 	err = cuda_bpf__load(o);
@@ -828,6 +853,8 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 		goto cleanup;
 	}
 
+	/* attached when PyTorch scopes are probed (sampler__scope_cpu_start) */
+	bpf_program__set_autoattach(skel->progs.on_scope_switch, false);
 	err = cpu_bpf__load(skel);
 	if (err) {
 		if (err == -EPERM || err == -EACCES)
@@ -912,6 +939,7 @@ void sampler__free(struct sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->rb);
+	bpf_link__destroy(s->scope_switch);
 	for (int i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
 	/* after the tracepoints are gone: nothing is held any more once this returns */

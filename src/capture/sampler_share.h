@@ -39,6 +39,18 @@ int sampler__share_maps(struct sampler *s, const char *what, struct bpf_map *scr
  */
 int sampler__map_walk(int fd, size_t key_size, int (*visit)(const void *key, void *ctx), void *ctx);
 
+/*
+ * The objects that send training-step scopes (bpf/scope.bpf.h) share the cpu object's
+ * scope_runs map: 0 or -errno (logged).
+ */
+int sampler__share_scope_runs(struct sampler *s, struct bpf_map *scope_runs);
+
+/*
+ * Attaches the cpu object's on_scope_switch (once; a failure is logged and scope CPU times
+ * stay at the scheduler's tick resolution). Called when PyTorch scopes are first probed.
+ */
+void sampler__scope_cpu_start(struct sampler *s);
+
 /* Sets skeleton o's capture knobs and maps like the cpu object's; 0 or -errno. */
 #define sampler_share_capture(s, o, what)                                                          \
 	({                                                                                         \

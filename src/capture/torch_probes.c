@@ -44,7 +44,8 @@ struct torch_probes *torch_probes__new(struct sampler *s)
 				  ?: uprobe_link__prepare(tp->skel->progs.torch_return)
 			: 0;
 	if (!err)
-		err = sampler_share_capture(s, tp->skel, "PyTorch scope");
+		err = sampler_share_capture(s, tp->skel, "PyTorch scope")
+			      ?: sampler__share_scope_runs(s, tp->skel->maps.scope_runs);
 	if (!err)
 		err = torch_bpf__load(tp->skel);
 	if (err) {
@@ -53,6 +54,7 @@ struct torch_probes *torch_probes__new(struct sampler *s)
 		errno = -err;
 		return NULL;
 	}
+	sampler__scope_cpu_start(s);
 	return tp;
 }
 
@@ -67,11 +69,13 @@ void torch_probes__free(struct torch_probes *tp)
 
 /* See torch_probes.h. */
 struct uprobe_link *torch_probes__attach(struct torch_probes *tp, const char *path,
-					 uint64_t enter_off, uint64_t end_off)
+					 const struct torch_sites *sites)
 {
 	const struct uprobe_target t[2] = {
-		{.off = enter_off, .cookie = MLPROF_TP_ENTER, .ret = true},
-		{.off = end_off, .cookie = MLPROF_TP_END, .ret = false},
+		{.off = sites->enter_off,
+		 .cookie = sites->enter_rec ? MLPROF_TP_ENTER_REC : MLPROF_TP_ENTER,
+		 .ret = !sites->enter_rec},
+		{.off = sites->end_off, .cookie = MLPROF_TP_END, .ret = false},
 	};
 
 	return uprobe_link__attach(tp->skel->progs.torch_entry, tp->skel->progs.torch_return,

@@ -6,6 +6,7 @@
 #ifndef MLPROF_TORCH_PROBES_H
 #define MLPROF_TORCH_PROBES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct sampler;
@@ -15,12 +16,18 @@ struct uprobe_link;
 struct torch_probes *torch_probes__new(struct sampler *s);
 void torch_probes__free(struct torch_probes *tp);
 
+/* Where a libtorch_cpu file's scopes open and close (file offsets). */
+struct torch_sites {
+	uint64_t enter_off; /* record_function_enter (enter_rec) or record_function_enter_new */
+	bool enter_rec;	    /* ... the first: an entry probe alone (else with its return) */
+	uint64_t end_off;   /* an instruction with the closing RecordFunction in rdi */
+};
+
 /*
- * Attaches record_function_enter_new (file offset enter_off, with its return) and
- * at::RecordFunction::end (end_off) of the ELF file at path, for every process (BPF filters
- * by pid). The links (uprobe_link__release) or NULL with errno set.
+ * Attaches the scope probes at sites of the ELF file at path, for every process (BPF
+ * filters by pid). The links (uprobe_link__release) or NULL with errno set.
  */
 struct uprobe_link *torch_probes__attach(struct torch_probes *tp, const char *path,
-					 uint64_t enter_off, uint64_t end_off);
+					 const struct torch_sites *sites);
 
 #endif

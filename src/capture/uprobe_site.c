@@ -34,26 +34,37 @@ static size_t known(const uint8_t *c, size_t left, uint32_t *writes)
 		return 7; /* cmpb $imm8, disp32(%rip) */
 	if (left >= 4 && c[0] == 0x80 && (c[1] & 0xf8) == 0x78 && (c[1] & 7) != 4)
 		return 4; /* cmpb $imm8, disp8(%reg) (at::RecordFunction::end) */
-	if (left >= 3 && (c[0] & 0xf0) == 0x40 && (c[0] & 0x08) && (c[2] & 0xc0) == 0xc0) {
-		uint32_t reg = ((c[2] >> 3) & 7) | (c[0] & 4 ? 8 : 0);
-		uint32_t rm = (c[2] & 7) | (c[0] & 1 ? 8 : 0);
-
-		switch (c[1]) {
-		case 0x85: /* test %r64, %r64 */
-			return 3;
-		case 0x89: /* mov %reg, %rm */
-			*writes = 1u << rm;
-			return 3;
-		case 0x8b: /* mov %rm, %reg */
-			*writes = 1u << reg;
-			return 3;
-		}
-	}
 	if (left >= 4 && c[0] == 0x48 && c[1] == 0x83 && (c[2] == 0xec || c[2] == 0xc4)) {
 		*writes = 1u << 4; /* sub/add $imm8, %rsp */
 		return 4;
 	}
-	return 0;
+	{
+		/* test / mov between registers, or a load or store at disp8(%base) or (%base):
+		 * [REX] 85|89|8b modrm [disp8] */
+		size_t rex = left >= 1 && (c[0] & 0xf0) == 0x40, mod, n;
+		uint32_t reg, rm;
+
+		if (left < rex + 2 || (c[rex] != 0x85 && c[rex] != 0x89 && c[rex] != 0x8b))
+			return 0;
+		mod = c[rex + 1] >> 6;
+		reg = ((c[rex + 1] >> 3) & 7) | (rex && (c[0] & 4) ? 8 : 0);
+		rm = (c[rex + 1] & 7) | (rex && (c[0] & 1) ? 8 : 0);
+		if (mod == 3)
+			n = rex + 2;
+		else if (mod == 1 && (rm & 7) != 4)
+			n = rex + 3; /* disp8(%base), no SIB */
+		else if (mod == 0 && (rm & 7) != 4 && (rm & 7) != 5)
+			n = rex + 2; /* (%base) */
+		else
+			return 0;
+		if (left < n)
+			return 0;
+		if (c[rex] == 0x89 && mod == 3)
+			*writes = 1u << rm; /* mov %reg, %rm */
+		else if (c[rex] == 0x8b)
+			*writes = 1u << reg; /* mov %rm, %reg (a load too) */
+		return n;
+	}
 }
 
 /* See uprobe_site.h. */

@@ -866,6 +866,34 @@ static int find_in_symtab(const struct elf_file *ef, const char *secname, const 
 }
 
 /* See elf.h. */
+size_t elf_file__scan_functions(const struct elf_file *ef, const char *const *names, size_t n,
+				uint64_t *values)
+{
+	struct elf_section sym, str;
+	size_t found = 0, len[8];
+
+	if (n > 8)
+		n = 8;
+	for (size_t k = 0; k < n; k++)
+		len[k] = strlen(names[k]);
+	if (elf_file__section(ef, ".symtab", &sym) || !sym.data ||
+	    sym.entsize != sizeof(Elf64_Sym) || elf_file__section_by_index(ef, sym.link, &str) ||
+	    !str.data)
+		return 0;
+	for (uint64_t i = 0; i < sym.size / sizeof(Elf64_Sym) && found < n; i++) {
+		Elf64_Sym s;
+
+		memcpy(&s, sym.data + i * sizeof(Elf64_Sym), sizeof(s));
+		for (size_t k = 0; k < n; k++)
+			if (!values[k] && sym_matches(&s, &str, names[k], len[k], true)) {
+				values[k] = s.st_value;
+				found++;
+			}
+	}
+	return found;
+}
+
+/* See elf.h. */
 int elf_file__find_symbol(const struct elf_file *ef, const char *name, uint64_t *value,
 			  uint64_t *size)
 {

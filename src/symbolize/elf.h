@@ -84,6 +84,15 @@ int elf_file__find_symbol(const struct elf_file *ef, const char *name, uint64_t 
 int elf_file__find_function(const struct elf_file *ef, const char *name, uint64_t *value);
 
 /*
+ * Finds the functions names[0..n) (n at most 8) in the whole .symtab, whatever its size (local
+ * symbols too: hidden functions of a shared library are there only), in one pass that stops when
+ * all are found: values[i] is set, or left 0. Reads the whole table and its strings (a
+ * PyTorch library: tens of MB): only off the sampling thread. Returns how many were found.
+ */
+size_t elf_file__scan_functions(const struct elf_file *ef, const char *const *names, size_t n,
+				uint64_t *values);
+
+/*
  * A key naming the file's contents for per-file memos: its build id (else the path it was
  * mapped from and its size) and its identity (elf_file__identity_key), so that a file
  * claiming another's build id never shares its memo. Writes at most len bytes into buf and

@@ -49,18 +49,19 @@ class RecordSteps(unittest.TestCase):
     def setUp(self):
         need_root(self)
 
-    def run_loop(self, sleep, workers, env=None):
+    def run_loop(self, sleep, workers, env=None, steps=STEPS):
         if not os.access(TORCH_PY, os.X_OK):
             self.skipTest("no PyPI torch at %s (set TORCH_PYTHON)" % TORCH_PY)
-        cp, js = record(["-o", os.path.join(tmpdir(), "s.pb.gz"), "--no-memory"],
-                        [TORCH_PY, LOOP, str(STEPS), str(sleep), str(workers)], timeout=300,
+        cp, js = record(["-o", os.path.join(tmpdir(), "s.pb.gz"), "--no-memory",
+                         "--log-level", "info"],
+                        [TORCH_PY, LOOP, str(steps), str(sleep), str(workers)], timeout=300,
                         env=env)
         self.assertTrue(js, cp.stderr)
         lines = steps_lines(cp.stderr)
         self.assertEqual(len(lines), 1, "one training process expected:\n" + cp.stderr)
         return js[0], lines[0], cp.stderr
 
-    def check(self, truth, line, err):
+    def check(self, truth, line, err, opt_tol=3.0, cpu_tol=5.0):
         ctx = "\ntruth %s\n%s" % (truth, err)
         steps, mean_ms = int(line[2]), float(line[3])
         gpu, data, opt, cpu, other = (float(x) for x in line[6:11])
@@ -71,8 +72,8 @@ class RecordSteps(unittest.TestCase):
         self.assertAlmostEqual(gpu + data + opt + cpu + other, 100.0, delta=0.3)
         self.assertLess(abs(gpu - 100 * truth["gpu"] / total), 2.0, ctx)
         self.assertLess(abs(data - 100 * truth["data"] / total), 2.0, ctx)
-        self.assertLess(abs(opt - 100 * truth["opt"] / total), 3.0, ctx)
-        self.assertLess(abs(cpu - 100 * truth["compute_cpu"] / total), 5.0, ctx)
+        self.assertLess(abs(opt - 100 * truth["opt"] / total), opt_tol, ctx)
+        self.assertLess(abs(cpu - 100 * truth["compute_cpu"] / total), cpu_tol, ctx)
         return data
 
     def test_data_bound_no_workers(self):
@@ -80,6 +81,29 @@ class RecordSteps(unittest.TestCase):
         data = self.check(truth, line, err)
         self.assertGreater(data, 20.0)
         self.assertIn("waiting for data is a high share of each step", line[11], err)
+        # a PyPI wheel's .symtab names the static scope functions: entry probes only
+        self.assertIn("record_function_enter, entry probes only", err)
+
+    def test_exported_fallback(self):
+        """Without .symtab's static functions (as a stripped build): the exported
+        record_function_enter_new with its return, and RecordFunction::end."""
+        truth, line, err = self.run_loop(0.012, 0, env={"MLPROF_TEST_TORCH_DYNSYM": "1"})
+        self.check(truth, line, err)
+        self.assertIn("record_function_enter_new and its return", err)
+
+    def test_fast_steps(self):
+        """Steps of about a millisecond, all on CPU, in a loop that reads no CPU clock of
+        its own: the CPU time at each scope boundary must be exact between the scheduler's
+        updates of the thread's runtime (read as the kernel keeps it, 37% of these steps
+        came out off CPU)."""
+        truth, line, err = self.run_loop(0, 0, env={"COMPUTE_ITERS": "0", "NO_CPU_CLOCK": "1"},
+                                         steps=1500)
+        # at a millisecond a step, the optimizer's Python wrapper outside its scopes (tens
+        # of us, timed by the loop as optimizer) is several points: 7 allowed here
+        self.check(truth, line, err, opt_tol=7.0, cpu_tol=7.0)
+        self.assertLess(float(line[3]), 3.0, err)
+        self.assertLess(float(line[10]), 3.0, err)
+        self.assertLess(float(line[10]), 3.0, err)
 
     def test_gpu_wait(self):
         """Each step waits 5 ms in a synchronize call (tests/cuda's test double of the

@@ -5,19 +5,26 @@ MLP with AdamW (optimizer), measuring its own phases with perf_counter and the t
 time. A step runs from one optimizer step's end to the next. Prints one JSON line.
 With FAKE_CUDA=path of tests/cuda's test double of libcuda.so.1 (no GPU here), each step
 also calls its cuStreamSynchronize, which waits GPU_WAIT_MS (a stand-in for waiting on the
-GPU: the gpu_wait phase).
+GPU: the gpu_wait phase). COMPUTE_ITERS (default 20) sets the compute load: 0 makes steps
+of about 1 ms. NO_CPU_CLOCK=1 reads no CPU clock per step (reading one brings the kernel's
+runtime of the thread up to date, which hides a profiler's stale reads): the compute time is
+then the step's rest, right only when nothing sleeps (SLEEP 0, no workers).
 Usage: py_steps.py STEPS [SLEEP [WORKERS]]"""
 import ctypes, json, os, sys, time
 import torch
 
 SLEEP = float(sys.argv[2]) if len(sys.argv) > 2 else 0.01
 WORKERS = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+COMPUTE_ITERS = int(os.environ.get("COMPUTE_ITERS", "20"))
+NO_CPU_CLOCK = os.environ.get("NO_CPU_CLOCK") == "1"
+thread_time = (lambda: 0.0) if NO_CPU_CLOCK else time.thread_time
 
 class SleepyData(torch.utils.data.Dataset):
     def __len__(self):
         return 1 << 20
     def __getitem__(self, i):
-        time.sleep(SLEEP)          # the dataset's line: data wait
+        if SLEEP:
+            time.sleep(SLEEP)      # the dataset's line: data wait
         return torch.ones(64), 1
 
 def fake_gpu():
@@ -40,12 +47,12 @@ def main(steps):
     a = torch.randn(256, 256)
     prev = None
     for s in range(steps + 1):
-        c0 = time.thread_time()
+        c0 = thread_time()
         t0 = time.perf_counter()
         x, y = next(it)
         t1 = time.perf_counter()
-        c1 = time.thread_time()
-        for _ in range(20):
+        c1 = thread_time()
+        for _ in range(COMPUTE_ITERS):
             a = torch.tanh(a @ a)
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
@@ -55,7 +62,7 @@ def main(steps):
             g = time.perf_counter() - g0
         else:
             g = 0.0
-        c2 = time.thread_time()
+        c2 = thread_time()
         t2 = time.perf_counter()
         opt.step()
         opt.zero_grad()
@@ -67,7 +74,9 @@ def main(steps):
             t["compute_cpu"] += (c2 - c1) + (c0 - prevc)
             t["gpu"] += g
         prev = t3
-        prevc = time.thread_time()
+        prevc = thread_time()
+    if NO_CPU_CLOCK:
+        t["compute_cpu"] = t["total"] - t["data"] - t["opt"] - t["gpu"]
     print(json.dumps({"steps": steps, **t}), flush=True)
 
 main(int(sys.argv[1]) if len(sys.argv) > 1 else 300)

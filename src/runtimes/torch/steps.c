@@ -6,16 +6,20 @@
 #include "runtimes/torch/steps.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <pthread.h>
 
 #include "capture/torch_probes.h"
 #include "capture/uprobe_link.h"
 #include "capture/uprobe_site.h"
 #include "symbolize/elf.h"
 #include "symbolize/proc.h"
+#include "util/clock.h"
 #include "util/fsutil.h"
 
 #define MAX_FILES     16
@@ -33,6 +37,13 @@ static const char *const enter_syms[] = {
 	"IcSt11char_traitsIcESaIcEEERKN3c108optionalIS7_EE",
 };
 static const char end_sym[] = "_ZN2at14RecordFunction3endEv";
+/* Static functions that only .symtab names; their code is checked before probing. */
+static const char enter_rec_sym[] =
+	"_ZN5torch8autograd8profilerL21record_function_enterERKNSt7__cxx1112basic_string"
+	"IcSt11char_traitsIcESaIcEEERKSt8optionalIS7_ERN2at14RecordFunctionE";
+static const char exit_new_sym[] =
+	"_ZN5torch8autograd8profilerL24record_function_exit_newERKN3c1013intrusive_ptrINS1_"
+	"20PythonRecordFunctionENS2_6detail34intrusive_target_default_null_typeIS4_EEEE";
 
 enum scope_class { SC_NONE, SC_GPU, SC_DATA, SC_OPT_STEP, SC_OPT_OTHER };
 
@@ -72,9 +83,25 @@ struct sproc {
 	bool exited;
 };
 
+/*
+ * Where a libtorch_cpu file's scopes open and close, found on a thread of its own: the
+ * cheapest sites are local functions that only .symtab names (a PyPI wheel's: 533k
+ * symbols, tens of MB of strings), which the consumer must not read.
+ */
+struct tscan {
+	pthread_t thread;
+	struct elf_file *ef; /* a reference of the scan's own */
+	int fd;		     /* the verified file, for attaching */
+	bool done;	     /* set (release) by the thread when sites is final */
+	bool found;
+	struct torch_sites sites;
+	uint64_t cpu_ns; /* the scan's CPU time */
+};
+
 struct tfile {
 	uint64_t dev, ino;
 	struct uprobe_link *links;
+	struct tscan *scan; /* its sites being found (NULL once attached or given up) */
 };
 
 struct steps {
@@ -84,6 +111,7 @@ struct steps {
 	bool tp_failed;
 	struct tfile files[MAX_FILES];
 	int nfiles;
+	int scans_pending; /* files whose scan has not been collected */
 	struct sproc *procs;
 	int nprocs;
 	uint64_t checked[CHECK_SLOTS]; /* maps generation last looked at, by pid slot */
@@ -114,6 +142,8 @@ struct steps *steps__new(struct proc_cache *pc, struct sampler *s)
 	return st;
 }
 
+static void scan_free(struct tscan *sc);
+
 /* See steps.h. */
 void steps__free(struct steps *st)
 {
@@ -121,8 +151,13 @@ void steps__free(struct steps *st)
 
 	if (!st)
 		return;
-	for (int i = 0; i < st->nfiles; i++)
+	for (int i = 0; i < st->nfiles; i++) {
+		if (st->files[i].scan) {
+			pthread_join(st->files[i].scan->thread, NULL);
+			scan_free(st->files[i].scan);
+		}
 		uprobe_link__release(st->files[i].links);
+	}
 	for (p = st->procs; p; p = next) {
 		next = p->next;
 		free(p->dur);
@@ -134,13 +169,121 @@ void steps__free(struct steps *st)
 
 static struct sproc *proc_get(struct steps *st, pid_t pid);
 
-/* Attaches the probes of the libtorch_cpu file m maps (once per file). */
+/* Fills sc->sites from sc->ef (the scan thread). */
+static void find_sites(struct tscan *sc)
+{
+	static const char *const local[] = {enter_rec_sym, exit_new_sym};
+	const char *off = getenv("MLPROF_TEST_TORCH_DYNSYM");
+	uint64_t vals[2] = {0, 0}, v, enter = 0, end = 0;
+	struct elf_file *ef = sc->ef;
+	uint8_t code[48];
+
+	/* MLPROF_TEST_TORCH_DYNSYM=1: the exported fallback only, as a stripped library */
+	if (!(off && !strcmp(off, "1")))
+		elf_file__scan_functions(ef, local, 2, vals);
+	if (vals[0] && !elf_file__read_vaddr(ef, vals[0], code, sizeof(code))) {
+		/* rdi the name, rdx the RecordFunction: both kept to the probed instruction */
+		enter = vals[0] +
+			uprobe_site__emulated(code, sizeof(code), UPROBE_RDI | UPROBE_RDX);
+		sc->sites.enter_rec = true;
+	}
+	for (size_t i = 0; i < sizeof(enter_syms) / sizeof(enter_syms[0]) && !enter; i++)
+		if (!elf_file__find_function(ef, enter_syms[i], &v))
+			enter = v;
+	/*
+	 * record_function_exit_new(const intrusive_ptr<PythonRecordFunction> &r) is
+	 * "mov (%rdi),%rdi; add $0x10,%rdi; jmp RecordFunction::end": on the jmp (emulated),
+	 * rdi is the closing RecordFunction, one hit per scope. Other code: end() itself, which
+	 * every RecordFunction of the process runs, probed past its first instruction (a cmpb
+	 * the kernel would single-step: ~14 us a hit on a VM).
+	 */
+	if (vals[1] && !elf_file__read_vaddr(ef, vals[1], code, 8) &&
+	    !memcmp(code, "\x48\x8b\x3f\x48\x83\xc7\x10\xe9", 8))
+		end = vals[1] + 7;
+	else if (!elf_file__find_function(ef, end_sym, &v) &&
+		 !elf_file__read_vaddr(ef, v, code, sizeof(code)))
+		end = v + uprobe_site__emulated(code, sizeof(code), UPROBE_RDI);
+	sc->found = !getenv("X_NOATTACH") && enter && end &&
+		    !elf_file__vaddr_to_offset(ef, enter, &sc->sites.enter_off) &&
+		    !elf_file__vaddr_to_offset(ef, end, &sc->sites.end_off);
+}
+
+static void *scan_main(void *arg)
+{
+	struct tscan *sc = arg;
+	uint64_t t0 = clock__ns(CLOCK_THREAD_CPUTIME_ID);
+
+	find_sites(sc);
+	sc->cpu_ns = clock__ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+	__atomic_store_n(&sc->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Frees a scan whose thread has ended or was never started. */
+static void scan_free(struct tscan *sc)
+{
+	if (!sc)
+		return;
+	if (sc->fd >= 0)
+		close(sc->fd);
+	elf_file__put(sc->ef);
+	free(sc);
+}
+
+/* Attaches the probes of file f once its scan has ended. */
+static void attach_file(struct steps *st, struct tfile *f)
+{
+	struct tscan *sc = f->scan;
+	char path[64];
+
+	pthread_join(sc->thread, NULL);
+	f->scan = NULL;
+	st->scans_pending--;
+	if (!sc->found) {
+		pr_info("%s: no record_function entry points: steps not found by probes",
+			elf_file__path(sc->ef));
+		goto out;
+	}
+	if (!st->tp && !st->tp_failed) {
+		st->tp = torch_probes__new(st->s);
+		st->tp_failed = !st->tp;
+	}
+	if (st->tp) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", sc->fd);
+		f->links = torch_probes__attach(st->tp, path, &sc->sites);
+	}
+	if (!f->links) {
+		st->st.attach_failed++;
+		pr_warn("cannot probe the record_function scopes of %s", elf_file__path(sc->ef));
+	} else {
+		st->st.files_probed++;
+		pr_info("probing PyTorch's record_function scopes in %s (%s at 0x%" PRIx64
+			", closed at 0x%" PRIx64 "; sites found in %.1f ms of CPU)",
+			elf_file__path(sc->ef),
+			sc->sites.enter_rec ? "record_function_enter, entry probes only"
+					    : "record_function_enter_new and its return",
+			sc->sites.enter_off, sc->sites.end_off, sc->cpu_ns / 1e6);
+	}
+out:
+	scan_free(sc);
+}
+
+/* Attaches the files whose scans have ended (the consumer; cheap while none is pending). */
+static void collect_scans(struct steps *st)
+{
+	for (int i = 0; i < st->nfiles; i++)
+		if (st->files[i].scan &&
+		    __atomic_load_n(&st->files[i].scan->done, __ATOMIC_ACQUIRE))
+			attach_file(st, &st->files[i]);
+}
+
+/* Starts the scan of the libtorch_cpu file m maps (once per file). */
 static void probe_file(struct steps *st, struct proc *p, const struct proc_map *m)
 {
-	uint64_t dev = (uint64_t)m->dev_major << 20 | m->dev_minor, v, enter_off = 0, end_off = 0;
+	uint64_t dev = (uint64_t)m->dev_major << 20 | m->dev_minor;
+	struct tfile *f;
+	struct tscan *sc;
 	struct elf_file *ef;
-	char path[64];
-	int fd;
 
 	for (int i = 0; i < st->nfiles; i++)
 		if (st->files[i].dev == dev && st->files[i].ino == m->inode)
@@ -150,47 +293,22 @@ static void probe_file(struct steps *st, struct proc *p, const struct proc_map *
 	ef = proc_cache__map_elf(st->pc, p, m);
 	if (!ef)
 		return;
-	for (size_t i = 0; i < sizeof(enter_syms) / sizeof(enter_syms[0]) && !enter_off; i++)
-		if (!elf_file__find_function(ef, enter_syms[i], &v) && v)
-			elf_file__vaddr_to_offset(ef, v, &enter_off);
-	if (!elf_file__find_function(ef, end_sym, &v) && v &&
-	    !elf_file__vaddr_to_offset(ef, v, &end_off)) {
-		uint8_t code[48];
-
-		/* end() starts with a cmpb the kernel would single-step (~14 us a hit on a VM,
-		 * several hits a step): probed on the first emulated instruction instead */
-		if (!elf_file__read_vaddr(ef, v, code, sizeof(code)))
-			end_off += uprobe_site__emulated(code, sizeof(code), UPROBE_RDI);
-	}
-	/* remembered either way: the file is not looked at again */
-	st->files[st->nfiles] = (struct tfile){.dev = dev, .ino = m->inode};
-	if (!enter_off || !end_off) {
-		pr_info("%s: no record_function entry points: steps not found by probes", m->path);
-		st->nfiles++;
+	/* remembered whatever happens next: the file is not looked at again */
+	f = &st->files[st->nfiles++];
+	*f = (struct tfile){.dev = dev, .ino = m->inode};
+	sc = calloc(1, sizeof(*sc));
+	if (!sc)
 		return;
-	}
-	if (!st->tp) {
-		st->tp = torch_probes__new(st->s);
-		if (!st->tp) {
-			st->tp_failed = true;
-			return;
-		}
-	}
-	fd = proc_cache__open_verified(st->pc, p, m, ef);
-	if (fd >= 0) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		st->files[st->nfiles].links =
-			torch_probes__attach(st->tp, path, enter_off, end_off);
-		close(fd);
-	}
-	if (!st->files[st->nfiles].links) {
+	sc->ef = elf_file__get(ef);
+	sc->fd = proc_cache__open_verified(st->pc, p, m, ef);
+	if (sc->fd < 0 || pthread_create(&sc->thread, NULL, scan_main, sc)) {
 		st->st.attach_failed++;
 		pr_warn("cannot probe the record_function scopes of %s", m->path);
-	} else {
-		st->st.files_probed++;
-		pr_info("probing PyTorch's record_function scopes in %s", m->path);
+		scan_free(sc);
+		return;
 	}
-	st->nfiles++;
+	f->scan = sc;
+	st->scans_pending++;
 }
 
 /* See steps.h. */
@@ -198,6 +316,8 @@ void steps__check(struct steps *st, struct proc *p)
 {
 	uint64_t *seen = &st->checked[(uint32_t)p->pid % CHECK_SLOTS];
 
+	if (st->scans_pending)
+		collect_scans(st);
 	/* once per maps generation (called for every sample): gens are unique per cache */
 	if (*seen == p->gen)
 		return;
