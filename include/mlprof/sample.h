@@ -61,6 +61,8 @@ enum mlprof_sample_kind {
 				    * (bytes), aux[0] = page address */
 	MLPROF_SK_HEAP = 9,	   /* a sampled heap allocation (malloc & co); value via its end
 				    * (bytes, aux = pointer), aux[1] = the requested size */
+	MLPROF_SK_STEPS = 10,	   /* never sent by BPF: user space derives it from the CPU and
+				    * off-CPU samples of PyTorch training threads (value = ns) */
 	MLPROF_SK__COUNT,
 };
 

@@ -366,6 +366,7 @@ static void agent_free(struct agent *a)
 	labeler__free(a->labeler);
 	free(a->headers);
 	free(a->pids);
+	free(a->step_times);
 	agent_config__free(&a->live);
 	agent_config__free(&a->boot);
 	pthread_mutex_destroy(&a->snap_lock);

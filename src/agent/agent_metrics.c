@@ -77,6 +77,12 @@ enum {
 	M_UNWIND_FP,
 	M_UNWIND_FP_FAIL,
 	M_MEM_WATCHED,
+	M_STEPS,
+	M_STEP_SECONDS,
+	M_STEP_P50,
+	M_STEP_P99,
+	M_STEP_DATA_RATIO,
+	M_STEP_FULL,
 	M__COUNT
 };
 
@@ -223,7 +229,28 @@ static const struct {
 			  "Profiles that could not be encoded or handed over"},
 	[M_TRIMMED] = {"mlprof_labels_trimmed_total", METRIC_COUNTER,
 		       "Label sets cut to Pyroscope's 30-label limit"},
+	[M_STEPS] = {"mlprof_training_steps_total", METRIC_COUNTER,
+		     "PyTorch training steps (optimizer step to optimizer step), by service"},
+	[M_STEP_SECONDS] = {"mlprof_training_step_seconds", METRIC_SUMMARY,
+			    "Wall time of PyTorch training steps, by service (sum and count: "
+			    "the mean step time)"},
+	[M_STEP_P50] = {"mlprof_training_step_p50_seconds", METRIC_GAUGE,
+			"Median training step time of the last upload window with steps, by "
+			"service"},
+	[M_STEP_P99] = {"mlprof_training_step_p99_seconds", METRIC_GAUGE,
+			"99th percentile training step time of the last upload window with "
+			"steps, by service"},
+	[M_STEP_DATA_RATIO] = {"mlprof_training_data_wait_ratio", METRIC_GAUGE,
+			       "Share of the step time spent waiting for the DataLoader in the "
+			       "last upload window with steps, by service (over 0.05 moderate, "
+			       "over 0.2 high: the input pipeline is the bottleneck)"},
+	[M_STEP_FULL] = {"mlprof_training_step_services_overflow_total", METRIC_COUNTER,
+			 "Processes' training steps of a window not counted: more than 64 "
+			 "services with steps"},
 };
+
+_Static_assert(M__COUNT <= sizeof(((struct agent *)0)->metric_ids) / sizeof(int),
+	       "struct agent's metric_ids is too small");
 
 static void collect(struct metrics *m, void *ctx)
 {
@@ -233,7 +260,8 @@ static void collect(struct metrics *m, void *ctx)
 	struct labeler_stats ls;
 	struct agent_counters c;
 	struct agent_inuse inuse[AGENT_MAX_INUSE];
-	int *id = a->metric_ids, n_inuse;
+	struct agent_steps steps[AGENT_MAX_STEP_SERVICES];
+	int *id = a->metric_ids, n_inuse, n_steps;
 	bool have;
 
 	pthread_mutex_lock(&a->snap_lock);
@@ -243,7 +271,23 @@ static void collect(struct metrics *m, void *ctx)
 	have = a->have_pst;
 	n_inuse = a->n_inuse_snap;
 	memcpy(inuse, a->inuse_snap, (size_t)n_inuse * sizeof(inuse[0]));
+	n_steps = a->n_steps_snap;
+	memcpy(steps, a->steps_snap, (size_t)n_steps * sizeof(steps[0]));
 	pthread_mutex_unlock(&a->snap_lock);
+	metrics__set(m, id[M_STEP_FULL], NULL, NULL, (double)c.step_services_full, 0);
+	for (int i = 0; i < n_steps; i++) {
+		const char *svc = steps[i].service;
+
+		metrics__set(m, id[M_STEPS], "service_name", svc, (double)steps[i].steps, 0);
+		metrics__set(m, id[M_STEP_SECONDS], "service_name", svc,
+			     (double)steps[i].wall_ns / 1e9, steps[i].steps);
+		metrics__set(m, id[M_STEP_P50], "service_name", svc, (double)steps[i].p50_ns / 1e9,
+			     0);
+		metrics__set(m, id[M_STEP_P99], "service_name", svc, (double)steps[i].p99_ns / 1e9,
+			     0);
+		metrics__set(m, id[M_STEP_DATA_RATIO], "service_name", svc,
+			     steps[i].data_wait_ratio, 0);
+	}
 	for (int i = 0; i < n_inuse; i++)
 		metrics__set(m,
 			     id[inuse[i].kind == MLPROF_SK_MEMORY ? M_MEM_INUSE
@@ -363,6 +407,8 @@ void agent_metrics__snapshot(struct agent *a)
 	a->csnap = a->c;
 	a->n_inuse_snap = a->n_inuse;
 	memcpy(a->inuse_snap, a->inuse, (size_t)a->n_inuse * sizeof(a->inuse[0]));
+	a->n_steps_snap = a->n_steps;
+	memcpy(a->steps_snap, a->steps, (size_t)a->n_steps * sizeof(a->steps[0]));
 	pthread_mutex_unlock(&a->snap_lock);
 	atomic_store(&a->heartbeat_ns, (long long)clock__mono_ns());
 }

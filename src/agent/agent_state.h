@@ -62,6 +62,7 @@ struct agent_counters {
 	/* CUDA stacks calibrated to the exact counts at each window's end */
 	int64_t calib_before, calib_after, calib_unplaced;
 	uint64_t calib_errors;
+	uint64_t step_services_full; /* processes' steps not counted: AGENT_MAX_STEP_SERVICES */
 };
 
 /* Memory in use at the end of the last window, per series (for alerts on steady growth). */
@@ -70,6 +71,17 @@ struct agent_inuse {
 	char service[128];
 	int kind; /* MLPROF_SK_MEMORY or MLPROF_SK_CUDA_ALLOC */
 	int64_t bytes;
+};
+
+/* PyTorch training steps per service (steps found by the record_function probes). */
+#define AGENT_MAX_STEP_SERVICES 64
+#define AGENT_MAX_STEP_TIMES	8192 /* step times of one window for the percentiles */
+struct agent_steps {
+	char service[128];
+	uint64_t steps, wall_ns;     /* since the agent started */
+	uint64_t p50_ns, p99_ns;     /* step time percentiles of the last window with steps */
+	double data_wait_ratio;	     /* data_wait's share of that window's step time */
+	uint64_t win_wall, win_data; /* the current window's (reset at each) */
 };
 
 struct agent {
@@ -97,10 +109,14 @@ struct agent {
 	struct agent_counters csnap;
 	struct agent_inuse inuse[AGENT_MAX_INUSE], inuse_snap[AGENT_MAX_INUSE];
 	int n_inuse, n_inuse_snap;
+	struct agent_steps steps[AGENT_MAX_STEP_SERVICES], steps_snap[AGENT_MAX_STEP_SERVICES];
+	int n_steps, n_steps_snap;
+	uint64_t *step_times; /* AGENT_MAX_STEP_TIMES (service index << 48 | ns), on first use */
+	size_t n_step_times;
 	bool have_pst;
 	atomic_bool ready;
 	atomic_llong heartbeat_ns;
-	int metric_ids[64];
+	int metric_ids[96];
 };
 
 /* realtime - monotonic, read so that the two clocks are as close in time as possible. */

@@ -12,6 +12,7 @@
 #include "export/exporter.h"
 #include "pipeline/cuda_calibrate.h"
 #include "pipeline/event_kind.h"
+#include "runtimes/torch/steps.h"
 #include "profile/output.h"
 #include "profile/profile.h"
 #include "util/hash.h"
@@ -255,6 +256,84 @@ void agent_window__flush(struct agent *a, struct window *w, uint64_t next_idx, i
 	agent_window__reset(w, next_idx);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One process's steps of the window: added to its service's (steps__window callback). */
+static void add_steps(void *ctx, const struct steps_proc *sp, const uint64_t *dur, size_t n)
+{
+	struct agent *a = ctx;
+	const struct series_labels *sl =
+		labeler__lookup(a->labeler, sp->pid, 0, sp->comm, NULL, a->win[0].idx);
+	struct agent_steps *e = NULL;
+	int i;
+
+	if (!sl->keep)
+		return;
+	for (i = 0; i < a->n_steps && !e; i++)
+		if (!strcmp(a->steps[i].service, sl->service))
+			e = &a->steps[i];
+	if (!e) {
+		if (a->n_steps >= AGENT_MAX_STEP_SERVICES) {
+			a->c.step_services_full++;
+			return;
+		}
+		i = a->n_steps++;
+		e = &a->steps[i];
+		snprintf(e->service, sizeof(e->service), "%s", sl->service);
+	} else {
+		i--;
+	}
+	e->steps += sp->steps;
+	e->wall_ns += sp->wall_ns;
+	e->win_wall += sp->wall_ns;
+	e->win_data += sp->phase_ns[STEP_DATA_WAIT];
+	if (!a->step_times)
+		a->step_times = malloc(AGENT_MAX_STEP_TIMES * sizeof(*a->step_times));
+	/* service index in the top 16 bits: one sort groups them (a step under 78 hours) */
+	for (size_t k = 0; k < n && a->step_times && a->n_step_times < AGENT_MAX_STEP_TIMES; k++)
+		a->step_times[a->n_step_times++] =
+			(uint64_t)i << 48 | (dur[k] < (1ull << 48) ? dur[k] : (1ull << 48) - 1);
+}
+
+/*
+ * The window's training steps per service: counts and times, step time percentiles and
+ * the data wait's share (the agent's metrics).
+ */
+static void note_steps(struct agent *a)
+{
+	struct steps *st = pipeline__steps(a->pl);
+	size_t lo = 0;
+
+	if (!st)
+		return;
+	a->n_step_times = 0;
+	for (int i = 0; i < a->n_steps; i++)
+		a->steps[i].win_wall = a->steps[i].win_data = 0;
+	steps__window(st, add_steps, a);
+	if (a->n_step_times)
+		qsort(a->step_times, a->n_step_times, sizeof(*a->step_times), cmp_u64);
+	while (lo < a->n_step_times) {
+		uint64_t svc = a->step_times[lo] >> 48, mask = (1ull << 48) - 1;
+		size_t hi = lo, n;
+
+		while (hi < a->n_step_times && a->step_times[hi] >> 48 == svc)
+			hi++;
+		n = hi - lo;
+		a->steps[svc].p50_ns = a->step_times[lo + n / 2] & mask;
+		a->steps[svc].p99_ns = a->step_times[lo + (n * 99) / 100] & mask;
+		lo = hi;
+	}
+	for (int i = 0; i < a->n_steps; i++)
+		if (a->steps[i].win_wall)
+			a->steps[i].data_wait_ratio =
+				(double)a->steps[i].win_data / (double)a->steps[i].win_wall;
+}
+
 /* Sends window 0 and makes window 1 current; a wall clock step is picked up between. */
 void agent_window__rotate(struct agent *a)
 {
@@ -265,6 +344,7 @@ void agent_window__rotate(struct agent *a)
 	pipeline__snapshot(a->pl, (a->win[0].idx + 1) * a->interval_ns - 1);
 	/* samples of the window still waiting for a symbol index go in it, unnamed there */
 	pipeline__flush_before(a->pl, (a->win[0].idx + 1) * a->interval_ns);
+	note_steps(a);
 	agent_window__flush(a, &a->win[0], 0, (int64_t)a->interval_ns);
 	tmp = a->win[0];
 	a->win[0] = a->win[1];

@@ -259,6 +259,8 @@ static bool kind_enabled(const struct record_opts *o, enum mlprof_sample_kind k)
 		return o->memory;
 	case MLPROF_SK_HEAP:
 		return o->heap;
+	case MLPROF_SK_STEPS:
+		return !o->no_steps;
 	default:
 		return false;
 	}

@@ -225,6 +225,17 @@ static const struct event_kind kinds[MLPROF_SK__COUNT] = {
 			.memory = true,
 			.compute = heap_values,
 		},
+	[MLPROF_SK_STEPS] =
+		{
+			.kind = MLPROF_SK_STEPS,
+			.name = "steps",
+			.series_name = "ml_steps",
+			.title = "training steps' wall time by stack and ml_phase (PyTorch "
+				 "training threads: CPU samples, and off-CPU time with --off-cpu)",
+			.n_values = 1,
+			.values = {{"wall", "nanoseconds"}},
+			.period_type = {"wall", "nanoseconds"},
+		},
 };
 
 /* See event_kind.h. */

@@ -377,6 +377,24 @@ static void name_from_stub(struct pipeline *pl, const struct mlprof_sample *s, i
 	}
 }
 
+/*
+ * Hands a sample to the sink, and a training thread's CPU or off-CPU sample a second time
+ * as MLPROF_SK_STEPS: its wall time (a CPU sample stands for one sampling period) under
+ * its ml_phase label, so that one profile holds a training step's whole time by phase.
+ */
+static int emit_sample(struct pipeline *pl, struct sample_info *info, int n)
+{
+	int err = pl->sink(pl->sink_ctx, info, pl->frames, n);
+
+	if (err || !info->ml_phase || info->inuse ||
+	    (info->kind != MLPROF_SK_CPU && info->kind != MLPROF_SK_OFFCPU))
+		return err;
+	if (info->kind == MLPROF_SK_CPU)
+		info->value *= pl->cfg.freq_hz ? 1000000000ll / pl->cfg.freq_hz : 0;
+	info->kind = MLPROF_SK_STEPS;
+	return info->value ? pl->sink(pl->sink_ctx, info, pl->frames, n) : 0;
+}
+
 static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t value, bool inuse,
 		      uint64_t time_ns);
 
@@ -658,7 +676,7 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 			}
 		}
 	}
-	return pl->sink(pl->sink_ctx, &info, pl->frames, n);
+	return emit_sample(pl, &info, n);
 }
 
 /* Takes e off the pending list without freeing it. */
@@ -767,7 +785,7 @@ int pipeline__cuda_counts(struct pipeline *pl, pipeline_count_cb cb, void *ctx)
 }
 
 /* See pipeline.h. */
-const struct steps *pipeline__steps(const struct pipeline *pl)
+struct steps *pipeline__steps(const struct pipeline *pl)
 {
 	return pl->steps;
 }
@@ -942,7 +960,7 @@ static int handle_sample(struct pipeline *pl, const struct mlprof_sample *s, siz
 		return 0; /* malformed record: the sampler never produces these */
 	unwind_stage(pl, s, size, &u);
 	u.phase = pl->steps ? (uint8_t)steps__phase_of(pl->steps, (pid_t)s->pid, (pid_t)s->tid,
-						       s->kind == MLPROF_SK_CPU)
+						       s->kind == MLPROF_SK_CPU, s->time_ns)
 			    : 0;
 	if (s->flags & MLPROF_SF_HAS_END) {
 		pending_add(pl, &u);

@@ -158,7 +158,7 @@ typedef void (*pipeline_count_cb)(void *ctx, pid_t pid, enum mlprof_sample_kind 
 				  const char *name, uint64_t count);
 int pipeline__cuda_counts(struct pipeline *pl, pipeline_count_cb cb, void *ctx);
 /* The PyTorch training steps seen (NULL when steps are off). */
-const struct steps *pipeline__steps(const struct pipeline *pl);
+struct steps *pipeline__steps(const struct pipeline *pl);
 /*
  * The agent's windows (pipeline_config.cuda_count_window_ns): calls cb for the exact counts
  * of window (CLOCK_MONOTONIC ns / the window length) and takes them, and drops those of

@@ -17,8 +17,12 @@ not installed by CI, SKIPPED without it). Debian's python3-torch 1.13 opens the 
 through a function it does not export (_record_function_enter, tensor-based): mlprof finds
 no steps there, and says nothing wrong (checked when it is installed).
 """
+import glob
 import json
 import os
+import time
+import urllib.error
+import urllib.request
 
 import pprof_reader
 import re
@@ -26,7 +30,9 @@ import unittest
 
 import subprocess
 
-from itutil import need_root, record, run_main, tmpdir
+from itutil import free_port, need_root, record, run_main, tmpdir
+
+MLPROF = os.environ.get("MLPROF", "build/mlprof")
 
 SRC = os.environ.get("TEST_SRC_DIR", "tests")
 LOOP = os.path.join(SRC, "workloads", "py_steps.py")
@@ -121,7 +127,8 @@ class RecordSteps(unittest.TestCase):
 
     def test_phase_labels(self):
         """Samples of the training thread carry ml_phase; with --off-cpu, the data wait's
-        time (CPU and off-CPU together) is under the dataset's __getitem__ line."""
+        time (CPU and off-CPU together) is under the dataset's __getitem__ line. The steps
+        profile (wall time by stack and phase) agrees with the summary line."""
         if not os.access(TORCH_PY, os.X_OK):
             self.skipTest("no PyPI torch at %s (set TORCH_PYTHON)" % TORCH_PY)
         d = tmpdir()
@@ -140,6 +147,25 @@ class RecordSteps(unittest.TestCase):
             self.assertGreater(phases.get(ph, 0), 0, ph + ctx)
         self.assertGreaterEqual(under / phases["data_wait"], 0.90, ctx)
 
+        # the steps profile: one sample type, wall ns, every sample with a phase
+        prof = pprof_reader.load(base + ".steps.pb.gz")
+        wall, under = {}, 0
+        for names, vals, labels in prof.stacks():
+            ph = labels.get("ml_phase")
+            self.assertIsNotNone(ph, names)
+            wall[ph] = wall.get(ph, 0) + vals[-1]
+            if ph == "data_wait" and any(n.endswith("__getitem__") for n in names):
+                under += vals[-1]
+        line = steps_lines(cp.stderr)[0]
+        steps_s = int(line[2]) * float(line[3]) / 1e3
+        total = sum(wall.values())
+        ctx = "\nsteps profile (ns) by ml_phase: %s\n%s" % (wall, cp.stderr)
+        self.assertLess(abs(total / 1e9 - steps_s) / steps_s, 0.15, ctx)
+        for i, ph in enumerate(("gpu_wait", "data_wait", "optimizer", "cpu_compute", "other")):
+            self.assertLess(abs(100.0 * wall.get(ph, 0) / total - float(line[6 + i])), 5.0,
+                            ph + ctx)
+        self.assertGreaterEqual(under / wall["data_wait"], 0.90, ctx)
+
     def test_debian_torch_no_false_steps(self):
         if not os.access(DEBIAN_PY, os.X_OK):
             self.skipTest("no %s" % DEBIAN_PY)
@@ -150,6 +176,90 @@ class RecordSteps(unittest.TestCase):
                         [DEBIAN_PY, LOOP, "20", "0.005", "0"], timeout=300)
         self.assertTrue(js, cp.stderr)
         self.assertEqual(steps_lines(cp.stderr), [], cp.stderr)
+
+
+class AgentSteps(unittest.TestCase):
+    """The agent: per service, training steps and their times as metrics, and the wall
+    time by stack and phase as its own series (ml_steps), one pprof per window."""
+
+    def setUp(self):
+        need_root(self)
+        if not os.access(TORCH_PY, os.X_OK):
+            self.skipTest("no PyPI torch at %s (set TORCH_PYTHON)" % TORCH_PY)
+
+    def get(self, port, path):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as r:
+                return r.status, r.read().decode()
+        except (urllib.error.URLError, OSError):
+            return 0, ""
+
+    def test_agent_steps(self):
+        d = tmpdir()
+        out = os.path.join(d, "out")
+        loop = subprocess.Popen([TORCH_PY, LOOP, "150", "0.012", "0"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True,
+                                env=dict(os.environ, WAIT_GO="1"))
+        self.addCleanup(loop.kill)
+        port = free_port()
+        logf = open(os.path.join(d, "agent.log"), "w+")
+        self.addCleanup(logf.close)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLPROF_")}
+        agent = subprocess.Popen([MLPROF, "agent", "--pid", str(loop.pid), "--off-cpu",
+                                  "--upload-interval", "2", "--output-dir", out, "--k8s", "off",
+                                  "--metrics-addr", "127.0.0.1:%d" % port],
+                                 stdout=logf, stderr=subprocess.STDOUT, env=env)
+        self.addCleanup(agent.kill)
+        deadline = time.time() + 60
+        while self.get(port, "/readyz")[0] != 200:
+            self.assertIsNone(agent.poll(), "agent exited")
+            self.assertLess(time.time(), deadline, "agent never ready")
+            time.sleep(0.2)
+        time.sleep(1)  # the loop's libtorch_cpu probed (at its first samples)
+        loop.stdin.write("go\n")
+        loop.stdin.flush()
+        truth = json.loads(loop.communicate(timeout=300)[0].strip().splitlines()[-1])
+        time.sleep(5)  # the last window sent
+        metrics = self.get(port, "/metrics")[1]
+        agent.terminate()
+        agent.wait(timeout=30)
+        logf.seek(0)
+        ctx = "\ntruth %s\n%s\n%s" % (truth, "\n".join(
+            m for m in metrics.splitlines() if "training" in m), logf.read()[-3000:])
+
+        def metric(name):
+            m = re.search(r"^%s\{service_name=\"py_steps\"\} ([0-9.e+-]+)$" % name, metrics,
+                          re.M)
+            self.assertIsNotNone(m, name + ctx)
+            return float(m.group(1))
+
+        steps = metric("mlprof_training_steps_total")
+        # steps before the probes were attached (the first samples after "go") are missed
+        self.assertLessEqual(steps, truth["steps"] + 1, ctx)
+        self.assertGreaterEqual(steps, truth["steps"] - 5, ctx)
+        mean = truth["total"] / truth["steps"]
+        self.assertLess(abs(metric("mlprof_training_step_seconds_sum") /
+                            metric("mlprof_training_step_seconds_count") - mean) / mean, 0.05,
+                        ctx)
+        self.assertLess(abs(metric("mlprof_training_step_p50_seconds") - mean) / mean, 0.25, ctx)
+        self.assertGreaterEqual(metric("mlprof_training_step_p99_seconds"),
+                                metric("mlprof_training_step_p50_seconds"), ctx)
+        share = truth["data"] / truth["total"]
+        self.assertLess(abs(metric("mlprof_training_data_wait_ratio") - share), 0.07, ctx)
+
+        files = glob.glob(os.path.join(out, "py_steps.ml_steps-*.pb.gz"))
+        self.assertGreaterEqual(len(files), 2, ctx)
+        wall, under = {}, 0
+        for f in files:
+            for names, vals, labels in pprof_reader.load(f).stacks():
+                ph = labels.get("ml_phase")
+                wall[ph] = wall.get(ph, 0) + vals[-1]
+                if ph == "data_wait" and any(n.endswith("__getitem__") for n in names):
+                    under += vals[-1]
+        ctx = "\nml_steps (ns) by ml_phase: %s%s" % (wall, ctx)
+        self.assertNotIn(None, wall, ctx)
+        self.assertLess(abs(wall.get("data_wait", 0) / sum(wall.values()) - share), 0.07, ctx)
+        self.assertGreaterEqual(under / wall["data_wait"], 0.90, ctx)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ also calls its cuStreamSynchronize, which waits GPU_WAIT_MS (a stand-in for wait
 GPU: the gpu_wait phase). COMPUTE_ITERS (default 20) sets the compute load: 0 makes steps
 of about 1 ms. NO_CPU_CLOCK=1 reads no CPU clock per step (reading one brings the kernel's
 runtime of the thread up to date, which hides a profiler's stale reads): the compute time is
-then the step's rest, right only when nothing sleeps (SLEEP 0, no workers).
+then the step's rest, right only when nothing sleeps (SLEEP 0, no workers). WAIT_GO=1:
+waits for a line on stdin before the first step (a profiler started after it gets ready).
 Usage: py_steps.py STEPS [SLEEP [WORKERS]]"""
 import ctypes, json, os, sys, time
 import torch
@@ -45,6 +46,8 @@ def main(steps):
     t = {"data": 0.0, "opt": 0.0, "total": 0.0, "compute_cpu": 0.0, "gpu": 0.0}
     sync = fake_gpu()
     a = torch.randn(256, 256)
+    if os.environ.get("WAIT_GO") == "1":
+        sys.stdin.readline()
     prev = None
     for s in range(steps + 1):
         c0 = thread_time()

@@ -28,6 +28,10 @@
 #define MAX_DEPTH     16   /* open scopes per thread */
 #define MAX_DURATIONS 4096 /* step times kept per process for percentiles (the last ones) */
 #define CHECK_SLOTS   4096 /* processes whose maps generation is remembered */
+/* A thread's time is in a step until STALE_STEPS times the longest step (plus
+ * STALE_MIN_NS) past the last step's end without another. */
+#define STALE_STEPS  4
+#define STALE_MIN_NS 50000000ull
 
 /* record_function_enter_new: torch 2.x (std::optional), 1.13 (c10::optional). */
 static const char *const enter_syms[] = {
@@ -80,7 +84,10 @@ struct sproc {
 	int nthreads;
 	uint64_t *dur;
 	size_t ndur;
+	uint64_t max_dur; /* the longest step so far */
 	bool exited;
+	struct steps_proc taken; /* the totals at the last steps__window */
+	size_t ndur_taken;	 /* ndur then */
 };
 
 /*
@@ -114,7 +121,8 @@ struct steps {
 	int scans_pending; /* files whose scan has not been collected */
 	struct sproc *procs;
 	int nprocs;
-	uint64_t checked[CHECK_SLOTS]; /* maps generation last looked at, by pid slot */
+	uint64_t checked[CHECK_SLOTS];	 /* maps generation last looked at, by pid slot */
+	uint64_t scratch[MAX_DURATIONS]; /* one process's step times of a window */
 	struct steps_stats st;
 };
 
@@ -432,6 +440,8 @@ static void step_end(struct sproc *p, struct sthread *t, uint64_t t1, uint64_t c
 			p->dur = malloc(MAX_DURATIONS * sizeof(*p->dur));
 		if (p->dur)
 			p->dur[p->ndur++ % MAX_DURATIONS] = known + rest;
+		if (known + rest > p->max_dur)
+			p->max_dur = known + rest;
 	}
 	t->started = true;
 	t->step_t0 = t1;
@@ -522,7 +532,7 @@ void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
 }
 
 /* See steps.h. */
-int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu)
+int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, uint64_t time_ns)
 {
 	struct sproc *p = proc_find(st, pid);
 
@@ -543,7 +553,10 @@ int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu)
 		}
 		if (best < STEP_PHASE__COUNT)
 			return 1 + best;
-		if (!t->started)
+		/* no step in progress: before the first, or long past the last (the job is
+		 * evaluating, saving or shutting down) */
+		if (!t->started ||
+		    (p->max_dur && time_ns > t->step_t0 + STALE_STEPS * p->max_dur + STALE_MIN_NS))
 			return 0;
 		return 1 + (on_cpu ? STEP_CPU_COMPUTE : STEP_OTHER);
 	}
@@ -568,7 +581,8 @@ void steps__exited(struct steps *st, pid_t pid)
 /* See steps.h. */
 uint64_t steps__bound_bytes(void)
 {
-	return (uint64_t)MAX_PROCS * (sizeof(struct sproc) + MAX_DURATIONS * sizeof(uint64_t));
+	return sizeof(struct steps) +
+	       (uint64_t)MAX_PROCS * (sizeof(struct sproc) + MAX_DURATIONS * sizeof(uint64_t));
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -576,6 +590,16 @@ static int cmp_u64(const void *a, const void *b)
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* Sorts the n step times in d and sets out's percentiles from them. */
+static void percentiles(uint64_t *d, size_t n, struct steps_proc *out)
+{
+	if (!n)
+		return;
+	qsort(d, n, sizeof(*d), cmp_u64);
+	out->p50_ns = d[n / 2];
+	out->p99_ns = d[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
 }
 
 /* See steps.h. */
@@ -588,12 +612,37 @@ void steps__for_each(const struct steps *st, void (*cb)(void *ctx, const struct 
 
 		if (!out.steps || !out.pid)
 			continue;
-		if (n) {
-			qsort(p->dur, n, sizeof(*p->dur), cmp_u64);
-			out.p50_ns = p->dur[n / 2];
-			out.p99_ns = p->dur[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
-		}
+		/* sorted in place: the ring's order is not needed any more at the end */
+		percentiles(p->dur, n, &out);
 		cb(ctx, &out);
+	}
+}
+
+/* See steps.h. */
+void steps__window(struct steps *st,
+		   void (*cb)(void *ctx, const struct steps_proc *sp, const uint64_t *dur,
+			      size_t n),
+		   void *ctx)
+{
+	for (struct sproc *p = st->procs; p; p = p->next) {
+		struct steps_proc out = p->out;
+		size_t n = p->ndur - p->ndur_taken;
+
+		if (!out.pid || out.steps == p->taken.steps)
+			continue;
+		out.steps -= p->taken.steps;
+		out.wall_ns -= p->taken.wall_ns;
+		for (int ph = 0; ph < STEP_PHASE__COUNT; ph++)
+			out.phase_ns[ph] -= p->taken.phase_ns[ph];
+		/* the window's step times, oldest first, at most the ring's */
+		n = n < MAX_DURATIONS ? n : MAX_DURATIONS;
+		for (size_t i = 0; i < n && p->dur; i++)
+			st->scratch[i] = p->dur[(p->ndur - n + i) % MAX_DURATIONS];
+		if (!p->dur)
+			n = 0;
+		cb(ctx, &out, st->scratch, n);
+		p->taken = p->out;
+		p->ndur_taken = p->ndur;
 	}
 }
 

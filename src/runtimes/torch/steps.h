@@ -55,16 +55,27 @@ void steps__free(struct steps *st);
 void steps__check(struct steps *st, struct proc *p);
 void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e);
 /*
- * The phase thread tid of pid is in now, as 1 + enum step_phase (0: not a training thread):
- * inside a DataLoader or optimizer scope, else cpu_compute for an on-CPU sample and other
- * for an off-CPU one.
+ * The phase thread tid of pid is in now (time_ns, CLOCK_MONOTONIC), as 1 + enum step_phase
+ * (0: not in a step): inside a DataLoader or optimizer scope, else cpu_compute for an
+ * on-CPU sample and other for an off-CPU one, from the thread's first step's end until
+ * four times its process's longest step past its last (a job evaluating, saving or
+ * shutting down is not in a step).
  */
-int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu);
+int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, uint64_t time_ns);
 /* The process exited: its threads' state goes, its steps stay for the summary. */
 void steps__exited(struct steps *st, pid_t pid);
 /* Calls cb for each process with at least one step. */
 void steps__for_each(const struct steps *st, void (*cb)(void *ctx, const struct steps_proc *sp),
 		     void *ctx);
+/*
+ * For an agent's upload window: calls cb for each process with steps ended since the last
+ * call: sp holds those steps' count, wall and phase times (p50/p99 unset), dur their times
+ * (n of them, oldest first, at most the last 4096; valid during the call).
+ */
+void steps__window(struct steps *st,
+		   void (*cb)(void *ctx, const struct steps_proc *sp, const uint64_t *dur,
+			      size_t n),
+		   void *ctx);
 void steps__stats(const struct steps *st, struct steps_stats *out);
 /* The most memory the steps of all processes hold (bounded; the oldest exited go first). */
 uint64_t steps__bound_bytes(void);
