@@ -40,6 +40,12 @@
 #define SVG_PAD_TOP    56
 #define SVG_PAD_SIDE   10
 #define SVG_PAD_BOTTOM 24
+/*
+ * A flame-graph-only node kind: in a profile whose every sample has an ml_phase label (the
+ * training steps' profile), stacks hang under one node per phase ("ml_phase=data_wait"),
+ * colored apart, so a click on it shows that phase alone.
+ */
+#define FG_PHASE_KIND 6
 
 /* A node's values: its total and the threads it ran in. */
 struct fg_data {
@@ -60,6 +66,7 @@ struct tree {
 	uint32_t *loc_name; /* location id - 1 -> name index */
 	uint8_t *loc_kind;
 	int64_t cut_below; /* nodes with smaller values were cut; 0 if none */
+	bool by_phase;	   /* every sample has ml_phase: one node per phase under the root */
 };
 
 static struct fg_data *fgd(const struct tree *t, uint32_t i)
@@ -133,24 +140,51 @@ static void node_thread(struct fg_data *d, uint32_t th, int64_t v)
 	d->th_other += v;
 }
 
+/* The sample's string label key, or NULL. */
+static const char *label_str(const struct profile_sample_view *s, const char *key)
+{
+	for (int i = 0; i < s->n_labels; i++)
+		if (s->labels[i].str && !strcmp(s->labels[i].key, key))
+			return s->labels[i].str;
+	return NULL;
+}
+
+/* Stops (1) at the first sample without an ml_phase label. */
+static int phase_cb(const struct profile_sample_view *s, void *ctx)
+{
+	(void)ctx;
+	return label_str(s, "ml_phase") ? 0 : 1;
+}
+
 static int add_cb(const struct profile_sample_view *s, void *ctx)
 {
 	struct tree *t = ctx;
 	int64_t v = s->values[t->vi];
 	uint32_t cur = 0, th = 0;
+	const char *thread = label_str(s, "thread_name");
 
 	if (v <= 0)
 		return 0;
-	for (int i = 0; i < s->n_labels; i++) {
-		if (s->labels[i].str && !strcmp(s->labels[i].key, "thread_name")) {
-			if (name_intern(t, s->labels[i].str, &th))
-				return -ENOMEM;
-			th++;
-			break;
-		}
+	if (thread) {
+		if (name_intern(t, thread, &th))
+			return -ENOMEM;
+		th++;
 	}
 	fgd(t, 0)->value += v;
 	node_thread(fgd(t, 0), th, v);
+	if (t->by_phase) {
+		char name[96];
+		uint32_t ni;
+
+		snprintf(name, sizeof(name), "ml_phase=%s", label_str(s, "ml_phase"));
+		if (name_intern(t, name, &ni))
+			return -ENOMEM;
+		cur = flamegraph_tree__child(&t->ft, cur, ni, FG_PHASE_KIND);
+		if (!cur)
+			return -ENOMEM;
+		fgd(t, cur)->value += v;
+		node_thread(fgd(t, cur), th, v);
+	}
 	/* cap depth so uint16 depths and recursion stay bounded */
 	for (int i = s->n_locations - 1; i >= 0 && s->n_locations - i < 4096; i--) {
 		uint32_t loc = s->location_ids[i] - 1;
@@ -253,6 +287,7 @@ static int tree_build(struct tree *t, const struct profile *p, int vi)
 	err = flamegraph_tree__init(&t->ft, sizeof(struct fg_data), root, name_of, t);
 	if (err)
 		return err;
+	t->by_phase = profile__n_samples(p) && !profile__for_each_sample(p, phase_cb, NULL);
 	err = profile__for_each_sample(p, add_cb, t);
 	if (err)
 		return err;
@@ -339,7 +374,8 @@ static const char html_script[] =
 	"var D=JSON.parse(document.getElementById('fg-data').textContent);\n"
 	"var M=JSON.parse(document.getElementById('fg-meta').textContent);\n"
 	"var H=window.FG_HOOKS||{};\n"
-	"var KN=['native','kernel','python','cuda kernel','truncated','process'];\n"
+	"var KN=['native','kernel','python','cuda kernel','truncated','process','training "
+	"phase'];\n"
 	"var ROW=18,FONT='12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace';\n"
 	"var N=[],maxD=0;\n"
 	"(function flat(){var st=[[D,0,0,-1]];while(st.length){var e=st.pop(),n=e[0];"
@@ -360,6 +396,7 @@ static const char html_script[] =
 	"case 3:return rgb(95+40*v,125+40*w,225+30*v);\n"
 	"case 4:return rgb(165+25*v,165+25*v,165+25*v);\n"
 	"case 5:return rgb(175+25*v,165+25*w,145+20*v);\n"
+	"case 6:return rgb(170+40*v,120+30*w,210+30*v);\n"
 	"default:return rgb(225+30*v,75+85*w,45+25*v);}}\n"
 	"var "
 	"cv=document.getElementById('fg'),cx=cv.getContext('2d'),tip=document.getElementById('tip')"
@@ -452,7 +489,7 @@ static const char html_script[] =
 	"}\n"
 	"render();\n})();\n</script>\n</body>\n</html>\n";
 
-static void legend(FILE *f)
+static void legend(FILE *f, bool phases)
 {
 	static const struct {
 		const char *color, *label;
@@ -465,6 +502,10 @@ static void legend(FILE *f)
 	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++)
 		fprintf(f, "<span><span class=\"sw\" style=\"background:%s\"></span>%s</span>",
 			items[i].color, items[i].label);
+	if (phases)
+		fputs("<span><span class=\"sw\" style=\"background:rgb(190,135,225)\"></span>"
+		      "training phase (click one to see it alone)</span>",
+		      f);
 }
 
 /* See flamegraph.h. */
@@ -536,7 +577,9 @@ static void html_subtitle(FILE *f, void *ctx)
 
 static void html_legend(FILE *f, void *ctx)
 {
-	legend(f);
+	const struct html_ctx *c = ctx;
+
+	legend(f, c->t->by_phase);
 }
 
 static void html_notes(FILE *f, void *ctx)
@@ -624,6 +667,9 @@ static void svg_color(const char *name, int kind, char *out, size_t len)
 		break;
 	case FRAME_PROCESS:
 		r = 175 + (int)(25 * v), g = 165 + (int)(25 * w), b = 145 + (int)(20 * v);
+		break;
+	case FG_PHASE_KIND:
+		r = 170 + (int)(40 * v), g = 120 + (int)(30 * w), b = 210 + (int)(30 * v);
 		break;
 	default:
 		r = 225 + (int)(30 * v), g = 75 + (int)(85 * w), b = 45 + (int)(25 * v);

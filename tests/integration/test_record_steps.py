@@ -133,7 +133,8 @@ class RecordSteps(unittest.TestCase):
             self.skipTest("no PyPI torch at %s (set TORCH_PYTHON)" % TORCH_PY)
         d = tmpdir()
         base = os.path.join(d, "p")
-        cp, js = record(["-o", base + ".pb.gz", "--no-memory", "--off-cpu"],
+        cp, js = record(["-o", base + ".pb.gz", "-o", base + ".html", "--no-memory",
+                         "--off-cpu"],
                         [TORCH_PY, LOOP, "150", "0.012", "0"], timeout=300)
         phases, under = {}, 0
         for path in (base + ".pb.gz", base + ".offcpu.pb.gz"):
@@ -165,6 +166,18 @@ class RecordSteps(unittest.TestCase):
             self.assertLess(abs(100.0 * wall.get(ph, 0) / total - float(line[6 + i])), 5.0,
                             ph + ctx)
         self.assertGreaterEqual(under / wall["data_wait"], 0.90, ctx)
+
+        # its flame graph: one node per phase under the root, each with the phase's time
+        with open(base + ".steps.html") as f:
+            page = re.search(r'<script[^>]*id="fg-data"[^>]*>(.*?)</script>', f.read(), re.S)
+        root = json.loads(page.group(1))
+        kids = {c["name"]: c["value"] for c in root.get("children", [])}
+        self.assertEqual(set(kids), {"ml_phase=" + ph for ph in wall}, ctx)
+        for ph, v in wall.items():
+            self.assertEqual(kids["ml_phase=" + ph], v, ctx)
+        # the CPU profile's page is not grouped (samples outside steps have no phase)
+        with open(base + ".html") as f:
+            self.assertNotIn('"ml_phase=', f.read())
 
     def test_debian_torch_no_false_steps(self):
         if not os.access(DEBIAN_PY, os.X_OK):

@@ -273,6 +273,44 @@ static void test_threads(void)
 	profile__free(p);
 }
 
+/*
+ * A profile whose every sample has ml_phase (the training steps' profile): its stacks hang
+ * under one node per phase (kind 6); one sample without the label and nothing is grouped.
+ */
+static void test_phases(void)
+{
+	struct profile_config cfg = {
+		.n_sample_types = 1, .sample_types = {{"wall", "nanoseconds"}}, .period = 1};
+	struct frame st[2] = {
+		{.kind = FRAME_PYTHON, .function = "__getitem__", .file = "d.py", .line = 3},
+		{.kind = FRAME_PYTHON, .function = "train", .file = "t.py", .line = 9},
+	};
+	struct profile_label data = {.key = "ml_phase", .str = "data_wait"};
+	struct profile_label cpu = {.key = "ml_phase", .str = "cpu_compute"};
+	int64_t v5 = 5, v3 = 3;
+	struct profile *p = profile__new(&cfg);
+	char *out;
+
+	CHECK(p && !profile__add(p, st, 2, &v5, &data, 1) &&
+		      !profile__add(p, st + 1, 1, &v3, &cpu, 1),
+	      "profile");
+	out = render(p, 1, NULL);
+	CHECK(out && strstr(out, "{\"name\":\"ml_phase=data_wait\",\"value\":5,\"kind\":6,"
+				 "\"children\":[{\"name\":\"train (t.py:9)\"") != NULL,
+	      "data_wait node: %.400s", out ? strstr(out, "fg-data") : "");
+	CHECK(out && strstr(out, "{\"name\":\"ml_phase=cpu_compute\",\"value\":3,\"kind\":6") !=
+			      NULL,
+	      "cpu_compute node");
+	CHECK(out && strstr(out, "training phase (click one") != NULL, "legend");
+	free(out);
+	CHECK_INT(profile__add(p, st + 1, 1, &v3, NULL, 0), 0);
+	out = render(p, 1, NULL);
+	CHECK(out && !strstr(out, "ml_phase=") && !strstr(out, "training phase (click"),
+	      "not grouped with an unlabelled sample");
+	free(out);
+	profile__free(p);
+}
+
 int main(void)
 {
 	struct profile *p = make_profile();
@@ -286,6 +324,7 @@ int main(void)
 	test_errors(p);
 	test_cap();
 	test_threads();
+	test_phases();
 	profile__free(p);
 	return check_done("flamegraph");
 }
