@@ -6,8 +6,9 @@
  * of record_function_enter_new (exported; its return gives the handle); closed in
  * record_function_exit_new where its code is the known three instructions, else in
  * at::RecordFunction::end() (which every RecordFunction of the process runs: ~14 hits a
- * training step instead of 3). Entry probes only on the first path. PyTorch opens these
- * scopes whether or not a profiler runs (the optimizer's step, the DataLoader's next), so
+ * training step instead of 3). Entry probes only on the first path. Waits for collectives
+ * (c10d::Work::wait, DDP's c10d::Reducer::finalize_backward) are sent as intervals. PyTorch opens
+ * these scopes whether or not a profiler runs (the optimizer's step, the DataLoader's next), so
  * training steps and their phases are found without touching the job. Attached per
  * library file by user space; events go to the shared ring buffer.
  */
@@ -47,6 +48,21 @@ struct {
 	__type(key, int);
 	__type(value, struct open_scopes);
 } torch_open SEC(".maps");
+
+/* A thread's wait for collectives in progress (outermost call only). */
+struct comm_call {
+	__u64 start_ns, oncpu_ns;
+	__u32 depth;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct comm_call);
+} torch_comm SEC(".maps");
+
+static const __u8 comm_scope_name[MLPROF_TORCH_NAME_MAX] = MLPROF_COMM_SCOPE;
 
 /* libstdc++'s std::string (C++11 ABI): data pointer, then length. */
 struct cxx_string {
@@ -123,6 +139,16 @@ int torch_entry(struct pt_regs *ctx)
 			open_scope(tgid, tid, PT_REGS_PARM3(ctx), now, scope_oncpu_ns(now), name);
 		return 0;
 	}
+	if (cookie == MLPROF_TP_COMM) {
+		struct comm_call *c = bpf_task_storage_get(&torch_comm, bpf_get_current_task_btf(),
+							   0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+		if (c && !c->depth++) {
+			c->start_ns = now;
+			c->oncpu_ns = scope_oncpu_ns(now);
+		}
+		return 0;
+	}
 	if (cookie == MLPROF_TP_ENTER) {
 		/* rdi: where the returned intrusive_ptr goes (returned in memory), rsi: the name */
 		struct enter_call call = {.time_ns = now, .oncpu_ns = scope_oncpu_ns(now)};
@@ -136,13 +162,35 @@ int torch_entry(struct pt_regs *ctx)
 	return 0;
 }
 
-/* The return of record_function_enter_new: rax points at the returned handle. */
+/* The end of a wait for collectives: one interval event for the outermost call. */
+static __always_inline void comm_return(__u32 tgid, __u32 tid)
+{
+	struct comm_call *c = bpf_task_storage_get(&torch_comm, bpf_get_current_task_btf(), 0, 0);
+	__u64 now = bpf_ktime_get_ns(), oncpu;
+
+	if (!c || !c->depth || --c->depth)
+		return;
+	oncpu = scope_oncpu_ns(now);
+	/* a whole interval: handle = its length, oncpu = the CPU time during it */
+	scope_send(tgid, tid, MLPROF_SCOPE_INTERVAL, now,
+		   oncpu > c->oncpu_ns ? oncpu - c->oncpu_ns : 0, now - c->start_ns,
+		   comm_scope_name);
+}
+
+/* Returns: of record_function_enter_new (rax points at the returned handle), of a wait. */
 SEC("uretprobe")
 int torch_return(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), tgid = bpf_get_current_pid_tgid() >> 32;
-	struct enter_call *call = bpf_map_lookup_elem(&torch_enter, &tid);
+	struct enter_call *call;
 	__u64 handle = 0;
+
+	if (bpf_get_attach_cookie(ctx) == MLPROF_TP_COMM) {
+		if (pid_wanted(tgid))
+			comm_return(tgid, tid);
+		return 0;
+	}
+	call = bpf_map_lookup_elem(&torch_enter, &tid);
 
 	if (!call)
 		return 0;

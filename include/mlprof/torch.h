@@ -19,7 +19,12 @@ enum mlprof_torch_probe {
 				  * record_function_exit_new where rdi is the same */
 	MLPROF_TP_ENTER_REC = 3, /* torch::autograd::profiler::record_function_enter(name,
 				  * args, RecordFunction &rec), local (.symtab) */
+	MLPROF_TP_COMM = 4,	 /* a wait for collectives, entry and return: c10d::Work::wait,
+				  * c10d::Reducer::finalize_backward (DDP) */
 };
+
+/* The interval name of a wait for collectives (MLPROF_TP_COMM). */
+#define MLPROF_COMM_SCOPE "c10d.wait"
 
 #define MLPROF_TORCH_NAME_MAX 64
 #define MLPROF_SCOPE_EXIT     1 /* mlprof_torch_scope.flags: an exit (else an enter) */

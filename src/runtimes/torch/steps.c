@@ -41,6 +41,11 @@ static const char *const enter_syms[] = {
 	"IcSt11char_traitsIcESaIcEEERKN3c108optionalIS7_EE",
 };
 static const char end_sym[] = "_ZN2at14RecordFunction3endEv";
+/* Waits for collectives (the comm phase): exported. */
+static const char *const comm_syms[] = {
+	"_ZN4c10d4Work4waitENSt6chrono8durationIlSt5ratioILl1ELl1000EEEE", /* Work::wait(ms) */
+	"_ZN4c10d7Reducer17finalize_backwardEv", /* DDP: waits for its buckets' all-reduces */
+};
 /* Static functions that only .symtab names; their code is checked before probing. */
 static const char enter_rec_sym[] =
 	"_ZN5torch8autograd8profilerL21record_function_enterERKNSt7__cxx1112basic_string"
@@ -49,15 +54,12 @@ static const char exit_new_sym[] =
 	"_ZN5torch8autograd8profilerL24record_function_exit_newERKN3c1013intrusive_ptrINS1_"
 	"20PythonRecordFunctionENS2_6detail34intrusive_target_default_null_typeIS4_EEEE";
 
-enum scope_class { SC_NONE, SC_GPU, SC_DATA, SC_OPT_STEP, SC_OPT_OTHER };
+enum scope_class { SC_NONE, SC_GPU, SC_DATA, SC_COMM, SC_OPT_STEP, SC_OPT_OTHER };
 
 /* The phase of a class (SC_NONE: none). */
 static const int class_phase[] = {
-	[SC_NONE] = -1,
-	[SC_GPU] = STEP_GPU_WAIT,
-	[SC_DATA] = STEP_DATA_WAIT,
-	[SC_OPT_STEP] = STEP_OPTIMIZER,
-	[SC_OPT_OTHER] = STEP_OPTIMIZER,
+	[SC_NONE] = -1,	       [SC_GPU] = STEP_GPU_WAIT,       [SC_DATA] = STEP_DATA_WAIT,
+	[SC_COMM] = STEP_COMM, [SC_OPT_STEP] = STEP_OPTIMIZER, [SC_OPT_OTHER] = STEP_OPTIMIZER,
 };
 
 struct open_scope {
@@ -73,7 +75,7 @@ struct sthread {
 	/* the step being timed on this thread (started at an Optimizer.step end) */
 	bool started;
 	uint64_t step_t0, step_oncpu0;
-	uint64_t acc[STEP_PHASE__COUNT]; /* gpu_wait, data_wait, optimizer so far */
+	uint64_t acc[STEP_PHASE__COUNT]; /* gpu_wait, data_wait, comm, optimizer so far */
 	uint64_t acc_oncpu;		 /* CPU time inside those scopes */
 };
 
@@ -127,9 +129,8 @@ struct steps {
 };
 
 static const char *const phase_names[STEP_PHASE__COUNT] = {
-	[STEP_GPU_WAIT] = "gpu_wait",	[STEP_DATA_WAIT] = "data_wait",
-	[STEP_OPTIMIZER] = "optimizer", [STEP_CPU_COMPUTE] = "cpu_compute",
-	[STEP_OTHER] = "other",
+	[STEP_GPU_WAIT] = "gpu_wait",	[STEP_DATA_WAIT] = "data_wait",	    [STEP_COMM] = "comm",
+	[STEP_OPTIMIZER] = "optimizer", [STEP_CPU_COMPUTE] = "cpu_compute", [STEP_OTHER] = "other",
 };
 
 /* See steps.h. */
@@ -211,8 +212,17 @@ static void find_sites(struct tscan *sc)
 	else if (!elf_file__find_function(ef, end_sym, &v) &&
 		 !elf_file__read_vaddr(ef, v, code, sizeof(code)))
 		end = v + uprobe_site__emulated(code, sizeof(code), UPROBE_RDI);
-	sc->found = !getenv("X_NOATTACH") && enter && end &&
-		    !elf_file__vaddr_to_offset(ef, enter, &sc->sites.enter_off) &&
+	for (size_t i = 0; i < sizeof(comm_syms) / sizeof(comm_syms[0]); i++) {
+		uint64_t off;
+
+		/* probed with their returns: the stack pointer kept to the probed instruction */
+		if (!elf_file__find_function(ef, comm_syms[i], &v) &&
+		    !elf_file__read_vaddr(ef, v, code, sizeof(code)) &&
+		    !elf_file__vaddr_to_offset(
+			    ef, v + uprobe_site__emulated(code, sizeof(code), UPROBE_RSP), &off))
+			sc->sites.comm_off[sc->sites.n_comm++] = off;
+	}
+	sc->found = enter && end && !elf_file__vaddr_to_offset(ef, enter, &sc->sites.enter_off) &&
 		    !elf_file__vaddr_to_offset(ef, end, &sc->sites.end_off);
 }
 
@@ -350,6 +360,8 @@ static enum scope_class classify(const char *name)
 		return SC_GPU;
 	if (!strncmp(name, "enumerate(DataLoader)#", 22))
 		return SC_DATA;
+	if (!strcmp(name, MLPROF_COMM_SCOPE))
+		return SC_COMM;
 	if (!strncmp(name, "Optimizer.step#", 15))
 		return SC_OPT_STEP;
 	if (!strncmp(name, "Optimizer.zero_grad#", 20))

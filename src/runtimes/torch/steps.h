@@ -25,6 +25,7 @@ struct steps;
 enum step_phase {
 	STEP_GPU_WAIT,
 	STEP_DATA_WAIT,
+	STEP_COMM, /* waiting for collectives (c10d: gloo, DDP's all-reduces) */
 	STEP_OPTIMIZER,
 	STEP_CPU_COMPUTE,
 	STEP_OTHER,
