@@ -4,7 +4,8 @@
 # and with `mlprof record --cuda all --off-cpu`, then the numbers (bench/gpu_report.py):
 # launches named, launch weight under the loop's Python frames, sync wait under .item(),
 # GPU memory in use at the keeping line, NCCL calls under the all-reduce line, dropped
-# samples, steps/s with and without mlprof.
+# samples, steps/s with and without mlprof; issue 23's gpu_wait against the loop's own
+# synchronize time (each step sleeps GPU_SLEEP_CYCLES, default 2000000, on the GPU).
 #
 #   bench/gpu.sh bundle DIR    here: copy build/mlprof and the shared libraries it needs
 #                              that a bare GPU machine may lack into DIR (carry DIR there)
@@ -29,6 +30,7 @@ run)
 	py=${PYTHON:-python3}
 	mlprof=${MLPROF:-build/mlprof}
 	out=${OUT:-/tmp/mlprof-gpu}
+	export GPU_SLEEP_CYCLES=${GPU_SLEEP_CYCLES:-2000000}
 	mkdir -p "$out"
 	"$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "no CUDA device for torch")'
 	"$mlprof" --version 2>/dev/null || true

@@ -2,7 +2,9 @@
 """The numbers issue 20 asks of a GPU host, from one bench/gpu.sh run directory:
 launches named, launch weight under the loop's Python frames, sync wait under the .item()
 line, GPU memory in use at the keeping line against the bytes the loop holds, NCCL calls
-under the all-reduce line, dropped samples, steps/s with and without mlprof.
+under the all-reduce line, dropped samples, steps/s with and without mlprof; and issue 23's:
+the steps line's gpu_wait share against the loop's own time in synchronizing calls (and its
+GPU sleeps as CUDA events timed them), comm with NCCL.
 Usage: gpu_report.py DIR   (DIR holds base.json, prof.json, record.err, gpu.*.pb.gz)."""
 import json
 import os
@@ -76,6 +78,17 @@ def main():
             rows, lambda fr: at_line(fr, lines["allreduce"])))))
     elif not prof["nccl"]:
         print("NCCL: not available in this torch build")
+    m = re.search(r"^mlprof: steps: pid %d .*? ([0-9.]+) ms each on average.*?gpu_wait "
+                  r"([0-9.]+)%%.*?comm ([0-9.]+)%%" % prof["pid"], err, re.M)
+    if m:
+        print("steps: gpu_wait %s%% of the steps; the loop's synchronizing calls: %.1f%% of its "
+              "time (%.3f s; GPU sleeps by CUDA events: %.3f s); comm %s%%" % (
+                  m.group(2), 100.0 * prof["sync_seconds"] / prof["seconds"],
+                  prof["sync_seconds"], prof["gpu_sleep_ms"] / 1e3, m.group(3)))
+        print("steps line: " + re.search(r"^mlprof: steps: pid %d .*$" % prof["pid"], err,
+                                         re.M).group(0))
+    else:
+        print("steps: no steps line for the loop (torch without record_function probes?)")
 
 
 if __name__ == "__main__":
