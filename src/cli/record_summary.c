@@ -458,8 +458,31 @@ void record_summary__print(const struct record_summary *rs)
 	}
 	if (ps.heap_on)
 		print_heap(&ps, prof[MLPROF_SK_HEAP]);
-	if (pipeline__steps(pl))
+	if (pipeline__steps(pl)) {
+		struct steps_stats ss;
+
 		steps__for_each(pipeline__steps(pl), print_steps, NULL);
+		steps__settle(pipeline__steps(pl));
+		steps__stats(pipeline__steps(pl), &ss);
+		if (ss.files_without_sites)
+			fprintf(stderr,
+				"mlprof: steps: none found in %llu libtorch_cpu file%s: no "
+				"record_function entry point to probe (a stripped build such as "
+				"Debian's python3-torch 1.13); CPU and off-CPU profiles are "
+				"unaffected\n",
+				(unsigned long long)ss.files_without_sites,
+				ss.files_without_sites == 1 ? "" : "s");
+		/* probed, yet not one scope: say why there is no steps line (workers,
+		 * launchers and inference without steps are normal next to a training one) */
+		if (ss.procs_without_steps && ss.files_probed && !ss.scopes)
+			fprintf(stderr,
+				"mlprof: steps: %llu PyTorch process%s without a training step: no "
+				"record_function scope was seen (no DataLoader or optimizer ran, "
+				"or this torch opens its scopes through functions mlprof does not "
+				"probe, as Debian's python3-torch 1.13 does)\n",
+				(unsigned long long)ss.procs_without_steps,
+				ss.procs_without_steps == 1 ? "" : "es");
+	}
 	for (int k = 0; k < MLPROF_SK__COUNT; k++)
 		if (prof[k] && profile__dropped(prof[k]))
 			fprintf(stderr,

@@ -195,6 +195,9 @@ class RecordSteps(unittest.TestCase):
                         [DEBIAN_PY, LOOP, "20", "0.005", "0"], timeout=300)
         self.assertTrue(js, cp.stderr)
         self.assertEqual(steps_lines(cp.stderr), [], cp.stderr)
+        # and says why, in one line
+        self.assertIn("mlprof: steps: 1 PyTorch process without a training step: no "
+                      "record_function scope was seen", cp.stderr)
 
 
 COMM_LOOP = os.path.join(SRC, "workloads", "py_comm_steps.py")

@@ -258,6 +258,7 @@ static void attach_file(struct steps *st, struct tfile *f)
 	f->scan = NULL;
 	st->scans_pending--;
 	if (!sc->found) {
+		st->st.files_without_sites++;
 		pr_info("%s: no record_function entry points: steps not found by probes",
 			elf_file__path(sc->ef));
 		goto out;
@@ -284,6 +285,22 @@ static void attach_file(struct steps *st, struct tfile *f)
 	}
 out:
 	scan_free(sc);
+}
+
+/* See steps.h. */
+void steps__settle(struct steps *st)
+{
+	for (int i = 0; i < st->nfiles; i++) {
+		struct tscan *sc = st->files[i].scan;
+
+		if (!sc)
+			continue;
+		pthread_join(sc->thread, NULL);
+		st->st.files_without_sites += !sc->found;
+		st->files[i].scan = NULL;
+		st->scans_pending--;
+		scan_free(sc);
+	}
 }
 
 /* Attaches the files whose scans have ended (the consumer; cheap while none is pending). */
@@ -583,6 +600,7 @@ void steps__exited(struct steps *st, pid_t pid)
 	if (!p)
 		return;
 	if (!p->out.steps) { /* nothing to report */
+		st->st.procs_without_steps++;
 		proc_drop(st, p);
 		return;
 	}
@@ -662,4 +680,6 @@ void steps__window(struct steps *st,
 void steps__stats(const struct steps *st, struct steps_stats *out)
 {
 	*out = st->st;
+	for (const struct sproc *p = st->procs; p; p = p->next)
+		out->procs_without_steps += !p->out.steps;
 }

@@ -47,6 +47,8 @@ struct steps_proc {
 
 struct steps_stats {
 	uint64_t files_probed, attach_failed, scopes, unmatched_exits, procs_dropped;
+	uint64_t files_without_sites; /* libtorch_cpu files with no entry point to probe */
+	uint64_t procs_without_steps; /* processes mapping libtorch_cpu that ran no step */
 };
 
 /* Loads the scope programs lazily (at the first libtorch_cpu file). */
@@ -77,6 +79,9 @@ void steps__window(struct steps *st,
 		   void (*cb)(void *ctx, const struct steps_proc *sp, const uint64_t *dur,
 			      size_t n),
 		   void *ctx);
+/* At the end: waits for the symbol scans still running and counts their files (no probes
+ * are attached any more). */
+void steps__settle(struct steps *st);
 void steps__stats(const struct steps *st, struct steps_stats *out);
 /* The most memory the steps of all processes hold (bounded; the oldest exited go first). */
 uint64_t steps__bound_bytes(void);
