@@ -869,9 +869,13 @@ class ShortLived(unittest.TestCase):
         copies = total(load(rec.path("cuda_memcpy")), lambda names, l: l.get("pid") == js["pid"])
         self.assertEqual(copies, js["h2d_calls"] * js["h2d_bytes"] + js["d2h_bytes"] +
                          js["d2d_bytes"] + js["default_bytes"], rec.ctx())
-        # the summary names the kernels (the last process was exec'd by the shell)
-        unnamed = [k for k in s["kernels"] if k.startswith("[cuda kernel")]
-        self.assertEqual(unnamed, [], rec.ctx())
+        # the summary names the last process's kernels (it was exec'd by the shell); an
+        # earlier one can exit before its maps are read (the static build maps no CUDA
+        # library to be held at), its kernels then unnamed: never more than their launches
+        for k in want:
+            self.assertIn(k, s["kernels"], rec.ctx())
+        unnamed = sum(v for k, v in s["kernels"].items() if k.startswith("[cuda kernel"))
+        self.assertLessEqual(unnamed, s["launches"] - last, rec.ctx())
 
 
 def held_line(stderr):
