@@ -276,14 +276,9 @@ static __always_inline void sync_exit(__u32 kind)
 		rec_send_end(id >> 32, (__u32)id, in->seq,
 			     (now - in->start_ns) * in->weight / WEIGHT_ONE, 0,
 			     MLPROF_STAT_CUDA_LOST);
-	if (sync_intervals) {
-		__u64 oncpu = scope_oncpu_ns(now);
-
-		/* a whole interval: handle = its length, oncpu = the CPU time during it */
-		scope_send(id >> 32, (__u32)id, MLPROF_SCOPE_INTERVAL, now,
-			   oncpu > in->arg ? oncpu - in->arg : 0, now - in->start_ns,
-			   sync_scope_name);
-	}
+	if (sync_intervals)
+		scope_send_interval(id >> 32, (__u32)id, now, in->start_ns, in->arg,
+				    sync_scope_name);
 	bpf_map_delete_elem(&cuda_inflight, &key);
 }
 

@@ -67,4 +67,17 @@ static __always_inline void scope_send(__u32 tgid, __u32 tid, __u32 flags, __u64
 	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
 }
 
+/*
+ * Sends a whole interval (MLPROF_SCOPE_INTERVAL) that began at start_ns with the thread's
+ * CPU time oncpu0 and ends now: handle = its length, oncpu = the CPU time during it.
+ */
+static __always_inline void scope_send_interval(__u32 tgid, __u32 tid, __u64 now, __u64 start_ns,
+						__u64 oncpu0, const __u8 *name)
+{
+	__u64 oncpu = scope_oncpu_ns(now);
+
+	scope_send(tgid, tid, MLPROF_SCOPE_INTERVAL, now, oncpu > oncpu0 ? oncpu - oncpu0 : 0,
+		   now - start_ns, name);
+}
+
 #endif /* MLPROF_SCOPE_BPF_H */

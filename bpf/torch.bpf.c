@@ -166,15 +166,11 @@ int torch_entry(struct pt_regs *ctx)
 static __always_inline void comm_return(__u32 tgid, __u32 tid)
 {
 	struct comm_call *c = bpf_task_storage_get(&torch_comm, bpf_get_current_task_btf(), 0, 0);
-	__u64 now = bpf_ktime_get_ns(), oncpu;
 
 	if (!c || !c->depth || --c->depth)
 		return;
-	oncpu = scope_oncpu_ns(now);
-	/* a whole interval: handle = its length, oncpu = the CPU time during it */
-	scope_send(tgid, tid, MLPROF_SCOPE_INTERVAL, now,
-		   oncpu > c->oncpu_ns ? oncpu - c->oncpu_ns : 0, now - c->start_ns,
-		   comm_scope_name);
+	scope_send_interval(tgid, tid, bpf_ktime_get_ns(), c->start_ns, c->oncpu_ns,
+			    comm_scope_name);
 }
 
 /* Returns: of record_function_enter_new (rax points at the returned handle), of a wait. */

@@ -17,6 +17,7 @@
 #include "profile/profile.h"
 #include "util/hash.h"
 #include "util/log.h"
+#include "util/quantile.h"
 
 /* Memory bound of one series profile (all series of a window: AGENT_WINDOW_MAX_BYTES). */
 #define SERIES_MAX_BYTES (8u << 20)
@@ -256,13 +257,6 @@ void agent_window__flush(struct agent *a, struct window *w, uint64_t next_idx, i
 	agent_window__reset(w, next_idx);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* One process's steps of the window: added to its service's (steps__window callback). */
 static void add_steps(void *ctx, const struct steps_proc *sp, const uint64_t *dur, size_t n)
 {
@@ -316,7 +310,7 @@ static void note_steps(struct agent *a)
 		a->steps[i].win_wall = a->steps[i].win_data = 0;
 	steps__window(st, add_steps, a);
 	if (a->n_step_times)
-		qsort(a->step_times, a->n_step_times, sizeof(*a->step_times), cmp_u64);
+		qsort(a->step_times, a->n_step_times, sizeof(*a->step_times), quantile__cmp_u64);
 	while (lo < a->n_step_times) {
 		uint64_t svc = a->step_times[lo] >> 48, mask = (1ull << 48) - 1;
 		size_t hi = lo, n;
@@ -324,8 +318,8 @@ static void note_steps(struct agent *a)
 		while (hi < a->n_step_times && a->step_times[hi] >> 48 == svc)
 			hi++;
 		n = hi - lo;
-		a->steps[svc].p50_ns = a->step_times[lo + n / 2] & mask;
-		a->steps[svc].p99_ns = a->step_times[lo + (n * 99) / 100] & mask;
+		a->steps[svc].p50_ns = a->step_times[lo + quantile__index(n, 50)] & mask;
+		a->steps[svc].p99_ns = a->step_times[lo + quantile__index(n, 99)] & mask;
 		lo = hi;
 	}
 	for (int i = 0; i < a->n_steps; i++)

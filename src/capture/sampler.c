@@ -392,12 +392,10 @@ void sampler__scope_cpu_start(struct sampler *s)
 	if (s->scope_switch)
 		return;
 	s->scope_switch = bpf_program__attach(s->skel->progs.on_scope_switch);
-	if (!s->scope_switch) {
-		s->scope_switch = NULL;
+	if (!s->scope_switch)
 		pr_warn("cannot attach the scope threads' switch tracepoint (%s): step CPU times "
 			"are read at the scheduler's ticks",
 			strerror(errno));
-	}
 }
 
 /* See sampler_share.h. */

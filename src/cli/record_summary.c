@@ -336,14 +336,13 @@ static void print_steps(void *ctx, const struct steps_proc *sp)
 	if (!sp->wall_ns)
 		return;
 	double mean = wall / (double)sp->steps / 1e6;
+	int dec = mean < 10 ? 2 : 1; /* two decimals under 10 ms: a 1 ms step's time to 1% */
 
-	/* two decimals under 10 ms: a millisecond step's time to 1% */
 	fprintf(stderr,
 		"mlprof: steps: pid %d (%s): %llu steps, %.*f ms each on average (p50 %.*f, "
 		"p99 %.*f)",
-		(int)sp->pid, sp->comm[0] ? sp->comm : "?", (unsigned long long)sp->steps,
-		mean < 10 ? 2 : 1, mean, mean < 10 ? 2 : 1, (double)sp->p50_ns / 1e6,
-		mean < 10 ? 2 : 1, (double)sp->p99_ns / 1e6);
+		(int)sp->pid, sp->comm[0] ? sp->comm : "?", (unsigned long long)sp->steps, dec,
+		mean, dec, (double)sp->p50_ns / 1e6, dec, (double)sp->p99_ns / 1e6);
 	for (int ph = 0; ph < STEP_PHASE__COUNT; ph++)
 		fprintf(stderr, "%s %s %.1f%%", ph ? "," : ";",
 			steps__phase_name((enum step_phase)ph),

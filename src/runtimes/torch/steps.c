@@ -21,6 +21,7 @@
 #include "symbolize/proc.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
+#include "util/quantile.h"
 
 #define MAX_FILES     16
 #define MAX_PROCS     256  /* PyTorch processes followed (exited ones with steps kept) */
@@ -151,8 +152,6 @@ struct steps *steps__new(struct proc_cache *pc, struct sampler *s)
 	return st;
 }
 
-static void scan_free(struct tscan *sc);
-
 /* See steps.h. */
 void steps__free(struct steps *st)
 {
@@ -160,13 +159,9 @@ void steps__free(struct steps *st)
 
 	if (!st)
 		return;
-	for (int i = 0; i < st->nfiles; i++) {
-		if (st->files[i].scan) {
-			pthread_join(st->files[i].scan->thread, NULL);
-			scan_free(st->files[i].scan);
-		}
+	steps__settle(st);
+	for (int i = 0; i < st->nfiles; i++)
 		uprobe_link__release(st->files[i].links);
-	}
 	for (p = st->procs; p; p = next) {
 		next = p->next;
 		free(p->dur);
@@ -248,17 +243,28 @@ static void scan_free(struct tscan *sc)
 	free(sc);
 }
 
-/* Attaches the probes of file f once its scan has ended. */
-static void attach_file(struct steps *st, struct tfile *f)
+/*
+ * Waits for file f's scan to end and takes it off the file, counting a file without entry
+ * points; the caller frees it.
+ */
+static struct tscan *scan_take(struct steps *st, struct tfile *f)
 {
 	struct tscan *sc = f->scan;
-	char path[64];
 
 	pthread_join(sc->thread, NULL);
 	f->scan = NULL;
 	st->scans_pending--;
+	st->st.files_without_sites += !sc->found;
+	return sc;
+}
+
+/* Attaches the probes of file f once its scan has ended. */
+static void attach_file(struct steps *st, struct tfile *f)
+{
+	struct tscan *sc = scan_take(st, f);
+	char path[64];
+
 	if (!sc->found) {
-		st->st.files_without_sites++;
 		pr_info("%s: no record_function entry points: steps not found by probes",
 			elf_file__path(sc->ef));
 		goto out;
@@ -290,17 +296,9 @@ out:
 /* See steps.h. */
 void steps__settle(struct steps *st)
 {
-	for (int i = 0; i < st->nfiles; i++) {
-		struct tscan *sc = st->files[i].scan;
-
-		if (!sc)
-			continue;
-		pthread_join(sc->thread, NULL);
-		st->st.files_without_sites += !sc->found;
-		st->files[i].scan = NULL;
-		st->scans_pending--;
-		scan_free(sc);
-	}
+	for (int i = 0; i < st->nfiles; i++)
+		if (st->files[i].scan)
+			scan_free(scan_take(st, &st->files[i]));
 }
 
 /* Attaches the files whose scans have ended (the consumer; cheap while none is pending). */
@@ -615,21 +613,14 @@ uint64_t steps__bound_bytes(void)
 	       (uint64_t)MAX_PROCS * (sizeof(struct sproc) + MAX_DURATIONS * sizeof(uint64_t));
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Sorts the n step times in d and sets out's percentiles from them. */
 static void percentiles(uint64_t *d, size_t n, struct steps_proc *out)
 {
 	if (!n)
 		return;
-	qsort(d, n, sizeof(*d), cmp_u64);
-	out->p50_ns = d[n / 2];
-	out->p99_ns = d[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
+	qsort(d, n, sizeof(*d), quantile__cmp_u64);
+	out->p50_ns = d[quantile__index(n, 50)];
+	out->p99_ns = d[quantile__index(n, 99)];
 }
 
 /* See steps.h. */
