@@ -5,49 +5,96 @@
 # launches named, launch weight under the loop's Python frames, sync wait under .item(),
 # GPU memory in use at the keeping line, NCCL calls under the all-reduce line, dropped
 # samples, steps/s with and without mlprof; issue 23's gpu_wait against the loop's own
-# synchronize time (each step sleeps GPU_SLEEP_CYCLES, default 2000000, on the GPU).
+# synchronize time (each step sleeps GPU_SLEEP_CYCLES, default 2000000, on the GPU); then
+# the same loop launch-bound (no GPU sleep, LAUNCH_STEPS steps) without and with `mlprof
+# record` (defaults), twice each, for the slowdown on a launch-bound loop.
 #
 #   bench/gpu.sh bundle DIR    here: copy build/mlprof and the shared libraries it needs
-#                              that a bare GPU machine may lack into DIR (carry DIR there)
+#                              that a bare GPU machine may lack into DIR, the binary's
+#                              RUNPATH set to them (needs patchelf; nothing else sees them)
 #   bench/gpu.sh run [STEPS]   there, as root: PYTHON (default python3) must import torch
-#                              with CUDA; MLPROF (default build/mlprof, or DIR/mlprof with
-#                              LD_LIBRARY_PATH=DIR); OUT (default /tmp/mlprof-gpu)
+#                              with CUDA; MLPROF (default build/mlprof, or DIR/mlprof);
+#                              RESULTS (default /tmp/mlprof-gpu) receives every file
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 case "${1:-}" in
 bundle)
 	dir=${2:?usage: bench/gpu.sh bundle DIR}
+	command -v patchelf > /dev/null || {
+		echo "bench/gpu.sh bundle: needs patchelf (apt-get install patchelf)" >&2
+		exit 1
+	}
 	mkdir -p "$dir"
 	cp build/mlprof "$dir/"
 	# everything but the C library itself: a GPU image may lack libbpf, libunwind, ...
-	ldd build/mlprof | awk '/=> \// {print $3}' | grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
+	ldd build/mlprof | awk '/=> \// {print $3}' | grep -Ev '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*)\.so' |
 		while read -r lib; do cp -L "$lib" "$dir/"; done
-	echo "bundle: $(ls "$dir" | wc -l) files in $dir; there: LD_LIBRARY_PATH=$dir MLPROF=$dir/mlprof bench/gpu.sh run"
+	# a RUNPATH, not LD_LIBRARY_PATH: the profiled command must not load these
+	for f in "$dir"/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
+	echo "bundle: $(ls "$dir" | wc -l) files in $dir; there: MLPROF=$dir/mlprof bench/gpu.sh run"
 	;;
 run)
 	steps=${2:-300}
 	py=${PYTHON:-python3}
 	mlprof=${MLPROF:-build/mlprof}
-	out=${OUT:-/tmp/mlprof-gpu}
-	export GPU_SLEEP_CYCLES=${GPU_SLEEP_CYCLES:-2000000}
+	out=${RESULTS:-/tmp/mlprof-gpu}
+	launch_steps=${LAUNCH_STEPS:-3000}
 	mkdir -p "$out"
-	"$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "no CUDA device for torch")'
-	"$mlprof" --version 2>/dev/null || true
-	echo "== without mlprof"
-	"$py" bench/gpuloop.py "$steps" | tee "$out/base.json"
+	echo "== host: $(uname -r); BTF: $(test -e /sys/kernel/btf/vmlinux && echo yes || echo no)"
+	nvidia-smi -L || true
+	"$py" -c 'import torch, sys; print("torch", torch.__version__, "python", sys.version.split()[0]); sys.exit(0 if torch.cuda.is_available() else "no CUDA device for torch")'
+	"$mlprof" --version
+	lib=$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+	{
+		readelf -n "$lib/libc10_cuda.so" | grep -A4 stapsdt || true
+		nm "$lib/libc10_cuda.so" 2> /dev/null | c++filt | grep -E 'NativeCachingAllocator::(malloc|free|allocate)|local_raw_delete' || true
+		nm "$lib/libtorch_cpu.so" 2> /dev/null | c++filt | grep -E 'profiler::record_function_(enter|exit)' || true
+	} > "$out/torch_symbols.txt" 2>&1
+	echo "== without mlprof (GPU sleep per step)"
+	GPU_SLEEP_CYCLES=${GPU_SLEEP_CYCLES:-2000000} "$py" bench/gpuloop.py "$steps" | tee "$out/base.json"
 	echo "== with mlprof record --cuda all --off-cpu"
-	"$mlprof" record -F 99 --cuda all --off-cpu -o "$out/gpu.pb.gz" -- \
+	t0=$(now)
+	GPU_SLEEP_CYCLES=${GPU_SLEEP_CYCLES:-2000000} "$mlprof" record --log-level info -F 99 \
+		--cuda all --off-cpu -o "$out/gpu.pb.gz" -o "$out/gpu.html" -- \
 		"$py" bench/gpuloop.py "$steps" > "$out/prof.json" 2> "$out/record.err" || {
-		tail -20 "$out/record.err"
+		tail -40 "$out/record.err"
 		exit 1
 	}
+	echo "record wall: $(since "$t0") s"
 	cat "$out/prof.json"
+	grep -v '^   ' "$out/record.err" | grep -v ': dwarf: ' || true
 	echo "== report"
 	"$py" bench/gpu_report.py "$out"
+	[ "$launch_steps" -gt 0 ] || exit 0
+	echo "== launch-bound: $launch_steps steps, no GPU sleep; without, with mlprof record (defaults), twice"
+	for i in 1 2; do
+		t0=$(now)
+		GPU_SLEEP_CYCLES=0 "$py" bench/gpuloop.py "$launch_steps" > "$out/lb_base$i.json"
+		echo "base $i: wall $(since "$t0") s; $(cut -c1-80 "$out/lb_base$i.json")"
+		t0=$(now)
+		GPU_SLEEP_CYCLES=0 "$mlprof" record -o "$out/lb$i.pb.gz" -- "$py" bench/gpuloop.py \
+			"$launch_steps" > "$out/lb_prof$i.json" 2> "$out/lb_record$i.err" || tail -20 "$out/lb_record$i.err"
+		echo "mlprof $i: wall $(since "$t0") s; $(cut -c1-80 "$out/lb_prof$i.json")"
+		grep -E '^mlprof: ([0-9]+ samples|cuda:|steps:|symbols:)' "$out/lb_record$i.err" || true
+	done
+	"$py" - "$out" "$launch_steps" << 'PY'
+import json, sys
+d = sys.argv[1]
+b = [json.load(open("%s/lb_base%d.json" % (d, i))) for i in (1, 2)]
+p = [json.load(open("%s/lb_prof%d.json" % (d, i))) for i in (1, 2)]
+sb = [x["steps"] / x["seconds"] for x in b]
+sp = [x["steps"] / x["seconds"] for x in p]
+print("launch-bound steps/s: without %s, with %s; with/without %.3f (runs paired: %s)" % (
+    ["%.0f" % s for s in sb], ["%.0f" % s for s in sp], sum(sp) / sum(sb),
+    ["%.3f" % (q / s) for q, s in zip(sp, sb)]))
+PY
 	;;
 *)
-	sed -n '3,15p' "$0"
+	sed -n '3,18p' "$0"
 	exit 2
 	;;
 esac

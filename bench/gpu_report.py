@@ -18,8 +18,8 @@ import pprof_reader  # noqa: E402
 LOOP = "gpuloop.py"
 
 
-def load(d, kind):
-    p = os.path.join(d, "gpu.%s.pb.gz" % kind)
+def load(d, kind, prefix="gpu"):
+    p = os.path.join(d, "%s.%s.pb.gz" % (prefix, kind))
     return list(pprof_reader.load(p).detailed_stacks()) if os.path.exists(p) else None
 
 
@@ -58,20 +58,36 @@ def main():
             rows, lambda fr: fr and not fr[0]["name"].startswith("[cuda kernel"))))
         print("launch weight under the loop's Python frames: %s" % pct(*share(
             rows, lambda fr: any(f["file"].endswith(LOOP) for f in fr))))
+    rows = load(d, "cuda_sync", "lb1")  # the launch-bound run: .item() is its only sync
+    if rows is not None:
+        print("sync wait under the .item() line (%d), launch-bound run: %s" % (
+            lines["item"], pct(*share(rows, lambda fr: at_line(fr, lines["item"])))))
     rows = load(d, "cuda_sync")
     if rows is not None:
-        print("sync wait under the .item() line (%d): %s" % (lines["item"], pct(*share(
-            rows, lambda fr: at_line(fr, lines["item"])))))
+        print("sync wait under the .item() and synchronize lines, GPU-sleep run: %s" % pct(
+            *share(rows, lambda fr: at_line(fr, lines["item"]) or
+                   at_line(fr, lines["gpusleep"]))))
     rows = load(d, "cuda_memory")
     if rows is not None:
         part, tot = share(rows, lambda fr: at_line(fr, lines["keep"]), vi=1)
         print("GPU memory in use at the keeping line (%d): %d bytes of %d held by the loop "
               "(%+.1f%%); all in use: %d" % (lines["keep"], part, prof["kept_bytes"],
                                              100.0 * (part / prof["kept_bytes"] - 1), tot))
-    rows = load(d, "cuda_memcpy")
+    rows = load(d, "cuda_tensors")
     if rows is not None:
-        print("copy bytes under the batch-copy line (%d): %s" % (lines["copy"], pct(*share(
-            rows, lambda fr: at_line(fr, lines["copy"])))))
+        part, tot = share(rows, lambda fr: at_line(fr, lines["keep"]), vi=3)
+        print("tensor memory in use at the keeping line (%d): %d bytes of %d held by the loop "
+              "(%+.1f%%); all tensors in use: %d" % (
+                  lines["keep"], part, prof["kept_bytes"],
+                  100.0 * (part / prof["kept_bytes"] - 1), tot))
+    else:
+        print("tensor memory: no cuda_tensors profile (no caching-allocator probes?)")
+    p = os.path.join(d, "gpu.cuda_memcpy.pb.gz")
+    if os.path.exists(p):
+        rows = [(fr, v, lab) for fr, v, lab in pprof_reader.load(p).detailed_stacks()
+                if lab.get("direction") == "host_to_device"]
+        print("host-to-device bytes under the batch-copy line (%d): %s" % (
+            lines["copy"], pct(*share(rows, lambda fr: at_line(fr, lines["copy"])))))
     rows = load(d, "nccl")
     if rows is not None and prof["nccl"]:
         print("NCCL calls under the all-reduce line (%d): %s" % (lines["allreduce"], pct(*share(
@@ -81,10 +97,25 @@ def main():
     m = re.search(r"^mlprof: steps: pid %d .*? ([0-9.]+) ms each on average.*?gpu_wait "
                   r"([0-9.]+)%%.*?comm ([0-9.]+)%%" % prof["pid"], err, re.M)
     if m:
-        print("steps: gpu_wait %s%% of the steps; the loop's synchronizing calls: %.1f%% of its "
-              "time (%.3f s; GPU sleeps by CUDA events: %.3f s); comm %s%%" % (
-                  m.group(2), 100.0 * prof["sync_seconds"] / prof["seconds"],
-                  prof["sync_seconds"], prof["gpu_sleep_ms"] / 1e3, m.group(3)))
+        mm = re.search(r"^mlprof: steps: pid %d .*?: (\d+) steps" % prof["pid"], err, re.M)
+        n = int(mm.group(1))
+        wall = n * float(m.group(1)) / 1e3
+        gpu = float(m.group(2)) / 100 * wall
+        truth = prof.get("steps_sync_seconds", prof["sync_seconds"])
+        print("steps: %d steps, %.3f s (the loop: %.3f s from its first optimizer step's end "
+              "to its last); gpu_wait %s%% = %.3f s, the loop's synchronizing calls in those "
+              "steps %.3f s (%+.1f%%; GPU sleeps by CUDA events: %.3f s in all); comm %s%%" % (
+                  n, wall, prof.get("steps_seconds", 0), m.group(2), gpu, truth,
+                  100.0 * (gpu / truth - 1) if truth else 0, prof["gpu_sleep_ms"] / 1e3,
+                  m.group(3)))
+        p = os.path.join(d, "gpu.steps.pb.gz")
+        if os.path.exists(p):
+            rows = [(fr, v, lab) for fr, v, lab in pprof_reader.load(p).detailed_stacks()]
+            gw = [(fr, v, lab) for fr, v, lab in rows if lab.get("ml_phase") == "gpu_wait"]
+            print("steps profile: gpu_wait %s of its wall time; of that, under the synchronize "
+                  "line (%d): %s" % (pct(sum(v[0] for _, v, _ in gw), sum(
+                      v[0] for _, v, _ in rows)), lines["gpusleep"], pct(*share(
+                          gw, lambda fr: at_line(fr, lines["gpusleep"])))))
         print("steps line: " + re.search(r"^mlprof: steps: pid %d .*$" % prof["pid"], err,
                                          re.M).group(0))
     else:

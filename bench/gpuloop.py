@@ -5,9 +5,12 @@ must attribute: the batch copy, forward, backward, the NCCL all-reduce of every 
 4 MiB kept alive (256 MiB in use at the end). With GPU_SLEEP_CYCLES=N (bench/gpu.sh sets
 it) each step also sleeps N cycles on the GPU (torch.cuda._sleep, timed with CUDA events)
 and synchronizes: a known wait for the GPU (issue 23's gpu_wait check).
+With GPU_EXIT_HOLDING=1 (the default) it exits with os._exit, its tensors still held.
 Usage: gpuloop.py [STEPS]   (default 300). Prints one JSON line: steps, seconds, kept bytes,
 whether NCCL ran, the time spent in synchronizing calls (perf_counter) and in the GPU
-sleeps (CUDA events), and the line number of each tagged line."""
+sleeps (CUDA events), the same for the training steps as mlprof counts them (from the first
+optimizer step's end to the last one's: the first iteration, with cuBLAS and NCCL set-up,
+is before them), and the line number of each tagged line."""
 import json
 import os
 import re
@@ -46,9 +49,12 @@ def main():
     cycles = int(os.environ.get("GPU_SLEEP_CYCLES", "0"))
     ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     sync_s = sleep_ms = 0.0
+    steps_sync_s = 0.0  # synchronizing inside the steps mlprof counts
+    first_opt_end = last_opt_end = None
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for i in range(steps):
+        sync0 = sync_s
         x = host.to(dev, non_blocking=True)  # LINE copy
         out = model(x)  # LINE forward
         loss = ((out - target) ** 2).mean()
@@ -57,6 +63,9 @@ def main():
             for p in model.parameters():
                 dist.all_reduce(p.grad)  # LINE allreduce
         opt.step()  # LINE step
+        last_opt_end = time.perf_counter()
+        if first_opt_end is None:
+            first_opt_end = last_opt_end
         opt.zero_grad(set_to_none=True)
         if i % 10 == 0:
             s0 = time.perf_counter()
@@ -70,13 +79,21 @@ def main():
             torch.cuda.synchronize()  # LINE gpusleep
             sync_s += time.perf_counter() - s0
             sleep_ms += ev0.elapsed_time(ev1)
+        if i < steps - 1:  # after this optimizer step: in the next step
+            steps_sync_s += sync_s - sync0
         if len(kept) < 64:
             kept.append(torch.empty(1 << 20, dtype=torch.float32, device=dev))  # LINE keep
     torch.cuda.synchronize()
     secs = time.perf_counter() - t0
     print(json.dumps({"steps": steps, "seconds": secs, "kept_bytes": 64 * (4 << 20),
                       "nccl": nccl, "sync_seconds": sync_s, "gpu_sleep_ms": sleep_ms,
-                      "lines": tagged_lines(), "pid": os.getpid()}))
+                      "steps_seconds": last_opt_end - first_opt_end,
+                      "steps_sync_seconds": steps_sync_s,
+                      "lines": tagged_lines(), "pid": os.getpid()}), flush=True)
+    if os.environ.get("GPU_EXIT_HOLDING", "1") == "1":
+        # exit holding the kept tensors: mlprof's in-use views are "still in use at the end
+        # or when the process exited", and an interpreter shutdown frees every tensor first
+        os._exit(0)
     if nccl:
         dist.destroy_process_group()
 

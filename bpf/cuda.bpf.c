@@ -19,6 +19,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #include "scope.bpf.h"
 
+#include "bytesample.bpf.h"
+
 #include <mlprof/cuda.h>
 
 /* Send every synchronize call as an interval (training-step phases: gpu_wait). */
@@ -249,8 +251,10 @@ static __always_inline void sync_enter(struct pt_regs *ctx, __u32 kind)
 
 	if (!tgid || (kind == IF_SYNC_DRV && inside_runtime((__u32)id, IF_SYNC_RT)))
 		return;
-	if (sync_intervals)
+	if (sync_intervals) {
 		in.arg = scope_oncpu_ns(now);
+		scope_send_wait(tgid, (__u32)id, now, sync_scope_name);
+	}
 	count_event(tgid, MLPROF_SK_CUDA_SYNC, 0);
 	w = sampled();
 	if (w) {
@@ -346,6 +350,92 @@ static __always_inline void free_exit(void)
 	struct inflight_key key = {.tid = (__u32)bpf_get_current_pid_tgid(), .kind = IF_FREE_RT};
 
 	bpf_map_delete_elem(&cuda_inflight, &key);
+}
+
+/*
+ * PyTorch's CUDA caching allocator (USDT pytorch:malloc / pytorch:free in libc10_cuda):
+ * the memory of tensors, which the allocator carves out of a few large cudaMalloc
+ * segments. Sampled by bytes (an allocation of s bytes with probability 1 - e^(-s/mean)),
+ * as heap.bpf.c samples malloc; a sampled block is tracked until its free, which then goes
+ * to user space (other frees are filtered here).
+ */
+const volatile __u32 tensor_draws[MLPROF_HEAP_DRAWS]; /* filled by user space */
+
+/* Per CPU: bytes left until the next sampled tensor allocation (0: not drawn yet). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} tensor_left SEC(".maps");
+
+struct tensor_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 ptr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct tensor_key);
+	__type(value, __u8);
+} tensor_live SEC(".maps");
+
+/* A USDT argument (MLPROF_USDT_ARG): a register of the probe site, or memory at it + disp. */
+static __always_inline __u64 usdt_arg(struct pt_regs *ctx, __u32 spec)
+{
+	__u64 v = 0;
+
+	if (!(spec & MLPROF_USDT_ARG_VALID) ||
+	    bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + (spec & 0x1f) * 8))
+		return 0;
+	if ((spec & MLPROF_USDT_ARG_DEREF) &&
+	    bpf_probe_read_user(&v, sizeof(v), (const void *)(v + (__s16)(spec >> 8))))
+		return 0;
+	return v;
+}
+
+static __always_inline bool tensor_sampled(__u64 size)
+{
+	__u32 zero = 0;
+	__s64 *left = bpf_map_lookup_elem(&tensor_left, &zero);
+
+	return left && bytes_sampled(left, tensor_draws, size);
+}
+
+static __always_inline void tensor_alloc(struct pt_regs *ctx, __u64 ptr, __u64 size)
+{
+	struct tensor_key key = {.ptr = ptr};
+	__u8 one = 1;
+	__u32 tgid = wanted();
+
+	if (!tgid || !ptr || !size)
+		return;
+	count_event(tgid, MLPROF_SK_CUDA_TENSOR, 0);
+	if (!tensor_sampled(size))
+		return;
+	key.pid = tgid;
+	if (bpf_map_update_elem(&tensor_live, &key, &one, BPF_ANY)) {
+		stat_inc(MLPROF_STAT_TENSOR_LIVE_FULL);
+		return;
+	}
+	if (!capture(ctx, MLPROF_SK_CUDA_TENSOR, size, ptr, size))
+		bpf_map_delete_elem(&tensor_live, &key);
+}
+
+static __always_inline void tensor_free(__u64 ptr)
+{
+	struct tensor_key key = {.ptr = ptr};
+	__u32 tgid = wanted();
+
+	if (!tgid || !ptr)
+		return;
+	count_event(tgid, MLPROF_SK_CUDA_TENSOR, 1);
+	key.pid = tgid;
+	if (bpf_map_delete_elem(&tensor_live, &key))
+		return; /* not sampled */
+	rec_send_free(MLPROF_EV_TENSOR_FREE, tgid, ptr, MLPROF_STAT_CUDA_LOST);
 }
 
 /*
@@ -446,8 +536,9 @@ int cuda_entry(struct pt_regs *ctx)
 {
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
 	__u32 a4 = (__u32)PT_REGS_PARM4(ctx), a5 = (__u32)PT_REGS_PARM5(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
 
-	switch (bpf_get_attach_cookie(ctx)) {
+	switch (MLPROF_COOKIE_PROBE(cookie)) {
 	case MLPROF_CP_LAUNCH_RT: /* cudaLaunchKernel(func, grid, block, args, smem, stream) */
 		launch(ctx, a1, MLPROF_CUDA_RT);
 		break;
@@ -517,6 +608,13 @@ int cuda_entry(struct pt_regs *ctx)
 		break;
 	case MLPROF_CP_NCCL_RECV:
 		nccl(ctx, MLPROF_NCCL_RECV, a2, (__u32)a3, 0xff);
+		break;
+	case MLPROF_CP_TORCH_MALLOC: /* (ptr, device, size, stream) */
+		tensor_alloc(ctx, usdt_arg(ctx, MLPROF_COOKIE_ARG1(cookie)),
+			     usdt_arg(ctx, MLPROF_COOKIE_ARG2(cookie)));
+		break;
+	case MLPROF_CP_TORCH_FREE: /* (ptr) */
+		tensor_free(usdt_arg(ctx, MLPROF_COOKIE_ARG1(cookie)));
 		break;
 	}
 	return 0;

@@ -26,6 +26,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #include <mlprof/heap.h>
 
+#include "bytesample.bpf.h"
+
 /* Exponential draws with mean heap_mean_bytes (filled by user space, see MLPROF_HEAP_DRAWS). */
 const volatile __u32 heap_draws[MLPROF_HEAP_DRAWS];
 
@@ -86,29 +88,13 @@ static __always_inline void forget(__u32 tgid, __u64 ptr)
 		rec_send_free(MLPROF_EV_HEAP_FREE, tgid, ptr, MLPROF_STAT_HEAP_LOST);
 }
 
-static __always_inline __s64 draw(void)
-{
-	__u32 i = bpf_get_prandom_u32() & (MLPROF_HEAP_DRAWS - 1);
-
-	return (__s64)heap_draws[i] + 1;
-}
-
 /* Whether an allocation of size bytes is sampled (the per-CPU countdown crosses zero). */
 static __always_inline bool sample_bytes(__u64 size)
 {
 	__u32 zero = 0;
 	__s64 *left = bpf_map_lookup_elem(&heap_left, &zero);
 
-	if (!left)
-		return false;
-	if (!*left)
-		*left = draw();
-	if (*left > (__s64)size) {
-		*left -= (__s64)size;
-		return false;
-	}
-	*left = draw();
-	return true;
+	return left && bytes_sampled(left, heap_draws, size);
 }
 
 /* Entry of an allocator call. Returns true when the call was sampled (its return matters). */

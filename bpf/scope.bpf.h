@@ -67,6 +67,12 @@ static __always_inline void scope_send(__u32 tgid, __u32 tid, __u32 flags, __u64
 	bpf_ringbuf_submit(e, wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
 }
 
+/* Marks the start of a wait (MLPROF_SCOPE_WAIT) that scope_send_interval ends. */
+static __always_inline void scope_send_wait(__u32 tgid, __u32 tid, __u64 now, const __u8 *name)
+{
+	scope_send(tgid, tid, MLPROF_SCOPE_WAIT, now, 0, 0, name);
+}
+
 /*
  * Sends a whole interval (MLPROF_SCOPE_INTERVAL) that began at start_ns with the thread's
  * CPU time oncpu0 and ends now: handle = its length, oncpu = the CPU time during it.

@@ -146,6 +146,7 @@ int torch_entry(struct pt_regs *ctx)
 		if (c && !c->depth++) {
 			c->start_ns = now;
 			c->oncpu_ns = scope_oncpu_ns(now);
+			scope_send_wait(tgid, tid, now, comm_scope_name);
 		}
 		return 0;
 	}

@@ -15,7 +15,7 @@ fi
 pkgs=(build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
 	libunwind-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libzstd-dev
 	liblzma-dev binutils python3 python3-numpy libc6-dbg python3.11-dbg libdw-dev libdebuginfod-dev
-	libiberty-dev)
+	libiberty-dev systemtap-sdt-dev)
 if [ "$want_test" = 1 ]; then
 	# Tests: fixture builds (objcopy/xz/strip), perf for the bench peer, Go for Pyroscope
 	# and `go tool pprof`, clang-format for the style check, libpython (embedding test) and

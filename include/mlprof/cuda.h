@@ -44,8 +44,29 @@ enum mlprof_cuda_probe {
 	MLPROF_CP_NCCL_REDUCE,
 	MLPROF_CP_NCCL_SEND,
 	MLPROF_CP_NCCL_RECV,
+	MLPROF_CP_TORCH_MALLOC, /* USDT pytorch:malloc(ptr, device, size, stream) of the CUDA
+				 * caching allocator (libc10_cuda): a tensor's memory */
+	MLPROF_CP_TORCH_FREE,	/* USDT pytorch:free(ptr) */
 	MLPROF_CP__COUNT,
 };
+
+/*
+ * The attach cookie: the probe (enum mlprof_cuda_probe) in bits 0-7; for USDT probes, where
+ * its first and second argument of interest are (MLPROF_USDT_ARG) in bits 8-31 and 32-55:
+ * a pt_regs slot (8-byte index), and for a memory operand the displacement to add and load.
+ */
+#define MLPROF_COOKIE_PROBE(c) ((__u32)((c)&0xff))
+#define MLPROF_USDT_ARG_VALID  (1u << 5)
+#define MLPROF_USDT_ARG_DEREF  (1u << 6)
+#define MLPROF_USDT_ARG(slot, deref, disp)                                                         \
+	((__u32)(slot) | MLPROF_USDT_ARG_VALID | ((deref) ? MLPROF_USDT_ARG_DEREF : 0) |           \
+	 ((__u32)(__u16)(__s16)(disp) << 8))
+#define MLPROF_COOKIE(probe, arg1, arg2) ((__u64)(probe) | (__u64)(arg1) << 8 | (__u64)(arg2) << 32)
+#define MLPROF_COOKIE_ARG1(c)		 ((__u32)((c) >> 8) & 0xffffff)
+#define MLPROF_COOKIE_ARG2(c)		 ((__u32)((c) >> 32) & 0xffffff)
+
+/* Mean bytes of PyTorch tensor allocations between two sampled ones (MLPROF_SK_CUDA_TENSOR). */
+#define MLPROF_TENSOR_SAMPLE_BYTES (1u << 20)
 
 /* mlprof_sample.aux[1] of MLPROF_SK_CUDA_MEMCPY: cudaMemcpyKind. */
 #define MLPROF_CUDA_MEMCPY_HTOD 1

@@ -37,6 +37,7 @@ enum mlprof_event_type {
 	MLPROF_EV_MEM_RELEASE = 9,  /* struct mlprof_mem_release: memory given back */
 	MLPROF_EV_HEAP_FREE = 10,   /* struct mlprof_free: a sampled heap block freed */
 	MLPROF_EV_TORCH_SCOPE = 11, /* struct mlprof_torch_scope (mlprof/torch.h) */
+	MLPROF_EV_TENSOR_FREE = 12, /* struct mlprof_free: a sampled PyTorch CUDA tensor freed */
 };
 
 /*
@@ -45,24 +46,26 @@ enum mlprof_event_type {
  * with their own kind and put their payload in value/aux.
  */
 enum mlprof_sample_kind {
-	MLPROF_SK_CPU = 0,	   /* cpu-clock perf event; value = 1 sample */
-	MLPROF_SK_OFFCPU = 1,	   /* a thread switched out: stack at that moment; value = 0, the
-				    * blocked time comes later in struct mlprof_sample_end (aux[0] =
-				    * sequence, aux[1] = MLPROF_OFFCPU_*) */
-	MLPROF_SK_CUDA_LAUNCH = 2, /* a kernel launch; value = weight (launches), aux[0] = the
-				    * function, aux[1] = enum mlprof_cuda_api */
-	MLPROF_SK_CUDA_SYNC = 3,   /* CPU blocked in a synchronize call; value via its end (ns) */
-	MLPROF_SK_CUDA_MEMCPY = 4, /* host<->device copy; value = bytes x weight, aux[1] = kind */
-	MLPROF_SK_CUDA_ALLOC = 5,  /* device allocation; value via its end (bytes, aux = ptr) */
-	MLPROF_SK_CUDA_GRAPH = 6,  /* a CUDA graph launch; value = weight (launches) */
-	MLPROF_SK_NCCL = 7,	   /* an NCCL call; value = weight, aux[0] = bytes x weight,
-				    * aux[1] = collective | op << 8 | dtype << 16 */
-	MLPROF_SK_MEMORY = 8,	   /* anonymous memory brought in; value = sampling weight
-				    * (bytes), aux[0] = page address */
-	MLPROF_SK_HEAP = 9,	   /* a sampled heap allocation (malloc & co); value via its end
-				    * (bytes, aux = pointer), aux[1] = the requested size */
-	MLPROF_SK_STEPS = 10,	   /* never sent by BPF: user space derives it from the CPU and
-				    * off-CPU samples of PyTorch training threads (value = ns) */
+	MLPROF_SK_CPU = 0,	    /* cpu-clock perf event; value = 1 sample */
+	MLPROF_SK_OFFCPU = 1,	    /* a thread switched out: stack at that moment; value = 0, the
+				     * blocked time comes later in struct mlprof_sample_end (aux[0] =
+				     * sequence, aux[1] = MLPROF_OFFCPU_*) */
+	MLPROF_SK_CUDA_LAUNCH = 2,  /* a kernel launch; value = weight (launches), aux[0] = the
+				     * function, aux[1] = enum mlprof_cuda_api */
+	MLPROF_SK_CUDA_SYNC = 3,    /* CPU blocked in a synchronize call; value via its end (ns) */
+	MLPROF_SK_CUDA_MEMCPY = 4,  /* host<->device copy; value = bytes x weight, aux[1] = kind */
+	MLPROF_SK_CUDA_ALLOC = 5,   /* device allocation; value via its end (bytes, aux = ptr) */
+	MLPROF_SK_CUDA_GRAPH = 6,   /* a CUDA graph launch; value = weight (launches) */
+	MLPROF_SK_NCCL = 7,	    /* an NCCL call; value = weight, aux[0] = bytes x weight,
+				     * aux[1] = collective | op << 8 | dtype << 16 */
+	MLPROF_SK_MEMORY = 8,	    /* anonymous memory brought in; value = sampling weight
+				     * (bytes), aux[0] = page address */
+	MLPROF_SK_HEAP = 9,	    /* a sampled heap allocation (malloc & co); value via its end
+				     * (bytes, aux = pointer), aux[1] = the requested size */
+	MLPROF_SK_STEPS = 10,	    /* never sent by BPF: user space derives it from the CPU and
+				     * off-CPU samples of PyTorch training threads (value = ns) */
+	MLPROF_SK_CUDA_TENSOR = 11, /* a sampled allocation of PyTorch's CUDA caching allocator
+				     * (a tensor's memory); value = aux[1] = bytes, aux[0] = ptr */
 	MLPROF_SK__COUNT,
 };
 
@@ -218,6 +221,7 @@ enum mlprof_bpf_stat {
 	MLPROF_STAT_HEAP_LIVE_FULL,  /* ... not tracked until their free: the live table was full */
 	MLPROF_STAT_HEAP_LOST,	     /* heap end/free events lost to a full ring buffer */
 	MLPROF_STAT_TORCH_LOST,	     /* PyTorch scope events lost to a full ring buffer */
+	MLPROF_STAT_TENSOR_LIVE_FULL, /* sampled tensors not tracked to their free: table full */
 	MLPROF_STAT__COUNT,
 };
 

@@ -32,6 +32,9 @@ enum mlprof_torch_probe {
  * ns, oncpu_ns = the thread's CPU time during it (a CUDA synchronize call: name
  * "cuda.synchronize") */
 #define MLPROF_SCOPE_INTERVAL 2
+/* mlprof_torch_scope.flags: the start of a wait that is sent as an INTERVAL when it ends
+ * (same name): the thread's samples until then are in the wait's phase */
+#define MLPROF_SCOPE_WAIT 4
 
 /* MLPROF_EV_TORCH_SCOPE: a scope entered or exited on a thread. */
 struct mlprof_torch_scope {

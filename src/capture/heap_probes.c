@@ -28,7 +28,7 @@ struct heap_probes {
  * Exponential draws of mean bytes at the midpoints of MLPROF_HEAP_DRAWS equal-probability
  * slices: the countdown between samples, so that sampling is a Poisson process over bytes.
  */
-static void fill_draws(volatile __u32 *out, uint64_t mean)
+void heap_probes__fill_draws(volatile __u32 *out, uint64_t mean)
 {
 	for (unsigned int i = 0; i < MLPROF_HEAP_DRAWS; i++) {
 		double u = (i + 0.5) / MLPROF_HEAP_DRAWS;
@@ -58,7 +58,7 @@ struct heap_probes *heap_probes__new(struct sampler *s, uint64_t mean_bytes)
 	hp->skel = o;
 	hp->session = uprobe_link__session_supported();
 	hp->multi = uprobe_link__multi_supported();
-	fill_draws(o->rodata->heap_draws, mean_bytes ? mean_bytes : 1);
+	heap_probes__fill_draws(o->rodata->heap_draws, mean_bytes ? mean_bytes : 1);
 	if (hp->session) {
 		bpf_program__set_autoload(o->progs.heap_entry, false);
 		bpf_program__set_autoload(o->progs.heap_return, false);

@@ -23,6 +23,12 @@ struct heap_target {
 };
 
 /*
+ * Fills a table of MLPROF_HEAP_DRAWS exponential draws of mean bytes (a BPF object's
+ * rodata, see bpf/bytesample.bpf.h): the countdowns between byte-sampled allocations.
+ */
+void heap_probes__fill_draws(volatile __u32 *out, uint64_t mean);
+
+/*
  * Loads the heap programs, sampling on average one allocation per mean_bytes allocated
  * (per CPU). NULL with errno set on failure (logged).
  */

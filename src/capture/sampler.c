@@ -4,6 +4,7 @@
 #include "util/log.h"
 
 #include "capture/fault_duty.h"
+#include "capture/heap_probes.h"
 #include "capture/hold.h"
 #include "capture/privilege.h"
 #include "capture/sampler.h"
@@ -32,6 +33,7 @@
 #include "cuda.skel.h"
 #include "memory.skel.h"
 #include "offcpu.skel.h"
+#include <mlprof/cuda.h>
 #include <mlprof/python.h>
 
 /* Layout checks: BPF and user space must agree byte for byte (see include/mlprof/sample.h). */
@@ -140,6 +142,8 @@ const char *sampler__stat_name(enum mlprof_bpf_stat stat)
 		return "heap_lost";
 	case MLPROF_STAT_TORCH_LOST:
 		return "torch_scope_lost";
+	case MLPROF_STAT_TENSOR_LIVE_FULL:
+		return "cuda_tensor_live_full";
 	case MLPROF_STAT_CUDA_EVENTS:
 		return "cuda_events";
 	case MLPROF_STAT_CUDA_CAPTURED:
@@ -477,6 +481,7 @@ static int cuda_setup(struct sampler *s)
 		o->rodata->cuda_budget = s->cuda_budget;
 	o->rodata->count_window_ns = s->cuda_count_window_ns;
 	o->rodata->sync_intervals = s->cuda_sync_intervals;
+	heap_probes__fill_draws(o->rodata->tensor_draws, MLPROF_TENSOR_SAMPLE_BYTES);
 	err = share_capture(s, o, "CUDA") ?: sampler__share_scope_runs(s, o->maps.scope_runs);
 	if (err)
 		return err;
@@ -654,7 +659,8 @@ struct uprobe_link *sampler__attach_probes(struct sampler *s, const char *path,
 			return NULL;
 		}
 		t[i].off = probes[i].off;
-		t[i].cookie = (uint64_t)probes[i].probe;
+		t[i].cookie = MLPROF_COOKIE(probes[i].probe, probes[i].arg1, probes[i].arg2);
+		t[i].ref_ctr_off = probes[i].ref_ctr_off;
 		t[i].ret = probe_has_return(probes[i].probe);
 	}
 	l = uprobe_link__attach(s->cuda->progs.cuda_entry, s->cuda->progs.cuda_return,

@@ -61,6 +61,8 @@ int sampler__set_python(struct sampler *s, pid_t pid, const struct mlprof_py_pro
 struct sampler_probe {
 	enum mlprof_cuda_probe probe;
 	uint64_t off;
+	uint32_t arg1, arg2;  /* USDT probes: where their arguments are (MLPROF_USDT_ARG) */
+	uint64_t ref_ctr_off; /* USDT probes: their semaphore's file offset, or 0 */
 };
 
 /*

@@ -115,7 +115,8 @@ int uprobe_link__prepare(struct bpf_program *prog)
  * alike), for process pid only when pid > 0. fd or -errno.
  */
 static int multi_create(struct bpf_program *prog, const char *path, const uint64_t *offs,
-			const uint64_t *cookies, int n, bool ret, uint32_t attach_type, pid_t pid)
+			const uint64_t *cookies, const uint64_t *ref_ctrs, int n, bool ret,
+			uint32_t attach_type, pid_t pid)
 {
 	struct link_create_uprobe_multi a;
 	int fd;
@@ -126,6 +127,7 @@ static int multi_create(struct bpf_program *prog, const char *path, const uint64
 	a.path = (uint64_t)(uintptr_t)path;
 	a.offsets = (uint64_t)(uintptr_t)offs;
 	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctrs;
 	a.cnt = (uint32_t)n;
 	a.multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
 	a.pid = pid > 0 ? (uint32_t)pid : 0;
@@ -151,8 +153,9 @@ static void link_free(struct uprobe_link *l)
 static int attach_multi(struct uprobe_link *l, struct bpf_program *entry, struct bpf_program *ret,
 			const char *path, const struct uprobe_target *t, int n, pid_t pid)
 {
-	uint64_t *offs = calloc((size_t)n * 2, sizeof(*offs));
-	uint64_t *cookies = offs + n;
+	uint64_t *offs = calloc((size_t)n * 3, sizeof(*offs));
+	uint64_t *cookies = offs + n, *ref_ctrs = offs + 2 * (size_t)n;
+	bool any_ref = false;
 	int err = 0, k = 0;
 
 	if (!offs)
@@ -164,6 +167,8 @@ static int attach_multi(struct uprobe_link *l, struct bpf_program *entry, struct
 				continue;
 			offs[k] = t[i].off;
 			cookies[k] = t[i].cookie;
+			ref_ctrs[k] = t[i].ref_ctr_off;
+			any_ref |= t[i].ref_ctr_off != 0;
 			k++;
 		}
 		if (!k)
@@ -172,8 +177,9 @@ static int attach_multi(struct uprobe_link *l, struct bpf_program *entry, struct
 			err = -EINVAL;
 			break;
 		}
-		l->fds[pass] = multi_create(pass ? ret : entry, path, offs, cookies, k, pass,
-					    ATTACH_UPROBE_MULTI, pid);
+		l->fds[pass] =
+			multi_create(pass ? ret : entry, path, offs, cookies,
+				     any_ref ? ref_ctrs : NULL, k, pass, ATTACH_UPROBE_MULTI, pid);
 		if (l->fds[pass] < 0) {
 			err = l->fds[pass];
 			l->fds[pass] = -1;
@@ -188,7 +194,8 @@ static int attach_each(struct uprobe_link *l, struct bpf_program *entry, struct 
 		       const char *path, const struct uprobe_target *t, int n, pid_t pid)
 {
 	for (int i = 0; i < n; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = t[i].cookie);
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = t[i].cookie,
+			    .ref_ctr_offset = (size_t)t[i].ref_ctr_off);
 		struct bpf_link *bl;
 
 		bl = bpf_program__attach_uprobe_opts(entry, pid > 0 ? pid : -1, path,
@@ -262,7 +269,8 @@ struct uprobe_link *uprobe_link__attach_session(struct bpf_program *prog, const 
 		cookies[i] = targets[i].cookie;
 	}
 	l->fds[1] = -1;
-	l->fds[0] = multi_create(prog, path, offs, cookies, n, false, ATTACH_UPROBE_SESSION, pid);
+	l->fds[0] =
+		multi_create(prog, path, offs, cookies, NULL, n, false, ATTACH_UPROBE_SESSION, pid);
 	free(offs);
 	if (l->fds[0] < 0) {
 		errno = -l->fds[0];

@@ -18,7 +18,9 @@ struct uprobe_link;
 struct uprobe_target {
 	uint64_t off;
 	uint64_t cookie;
-	bool ret; /* the return program too */
+	uint64_t ref_ctr_off; /* a USDT semaphore's file offset (the kernel counts attached
+			       * probes there, so the program takes the probed path), or 0 */
+	bool ret;	      /* the return program too */
 };
 
 /*

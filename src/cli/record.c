@@ -129,7 +129,9 @@ static void usage(FILE *f)
 		"                           launches by call site, the kernel as leaf), sync (CPU\n"
 		"                           blocked in synchronize calls), memcpy (host<->device\n"
 		"                           bytes), memory (GPU memory allocated and in use by\n"
-		"                           site), nccl (collectives: calls, bytes); 'all'\n"
+		"                           site: cudaMalloc segments, and PyTorch tensors from\n"
+		"                           its caching allocator's USDT probes, sampled every\n"
+		"                           1 MiB), nccl (collectives: calls, bytes); 'all'\n"
 		"                           (default) or 'none'. Each is written to\n"
 		"                           NAME.KIND.EXT when the targets used it\n"
 		"      --no-memory          no memory-growth profile (by default anonymous memory\n"
@@ -253,6 +255,7 @@ static bool kind_enabled(const struct record_opts *o, enum mlprof_sample_kind k)
 	case MLPROF_SK_CUDA_MEMCPY:
 		return o->cuda.memcpy;
 	case MLPROF_SK_CUDA_ALLOC:
+	case MLPROF_SK_CUDA_TENSOR:
 		return o->cuda.memory;
 	case MLPROF_SK_NCCL:
 		return o->cuda.nccl;
@@ -868,6 +871,9 @@ int record__main(int argc, char **argv)
 	plc.cuda_on = cuda__any(&o.cuda);
 	plc.cuda_budget = (uint32_t)(o.cuda_rate / 10);
 	plc.cuda_no_hold = o.cuda_no_hold;
+	/* the programs verified before the command runs: a static CUDA binary (no library mmap
+	 * to hold it at) is probed as soon as its executable is read, before its first calls */
+	plc.cuda_preload = plc.cuda_on;
 	plc.memory_budget = (uint32_t)(o.memory_rate / 10);
 	plc.memory_max_faults = o.memory_max_faults;
 	plc.memory = o.memory;
@@ -921,7 +927,8 @@ int record__main(int argc, char **argv)
 	if (!err)
 		err = pipeline__drain(pl, RECORD_DRAIN_MS);
 	/* the GPU memory profile's in-use view: what is still allocated at the end */
-	if (st.prof[MLPROF_SK_CUDA_ALLOC] || st.prof[MLPROF_SK_MEMORY] || st.prof[MLPROF_SK_HEAP]) {
+	if (st.prof[MLPROF_SK_CUDA_ALLOC] || st.prof[MLPROF_SK_CUDA_TENSOR] ||
+	    st.prof[MLPROF_SK_MEMORY] || st.prof[MLPROF_SK_HEAP]) {
 		pipeline__snapshot(pl, 0);
 		pipeline__drain(pl, RECORD_DRAIN_MS); /* (its samples may wait for an index) */
 	}

@@ -99,7 +99,7 @@ struct kcount {
 
 struct cuda_summary {
 	uint64_t calls[MLPROF_SK__COUNT];
-	uint64_t frees;
+	uint64_t frees, tensor_frees;
 	struct kcount *k;
 	size_t n, cap;
 };
@@ -112,6 +112,8 @@ static void sum_count(void *ctx, pid_t pid, enum mlprof_sample_kind kind, uint64
 	(void)pid;
 	if (kind == MLPROF_SK_CUDA_ALLOC && what == 1)
 		cs->frees += count;
+	else if (kind == MLPROF_SK_CUDA_TENSOR && what == 1)
+		cs->tensor_frees += count;
 	else if ((unsigned int)kind < MLPROF_SK__COUNT)
 		cs->calls[kind] += count;
 	if (kind != MLPROF_SK_CUDA_LAUNCH || !name)
@@ -187,7 +189,7 @@ static void print_cuda(struct profile *const *prof, const struct pipeline_stats 
 		(unsigned long long)cs.calls[MLPROF_SK_CUDA_ALLOC], (unsigned long long)cs.frees,
 		(unsigned long long)cs.calls[MLPROF_SK_NCCL],
 		(unsigned long long)ps->bpf[MLPROF_STAT_CUDA_CAPTURED]);
-	if (mem)
+	if (mem && (cs.calls[MLPROF_SK_CUDA_ALLOC] || cs.frees))
 		fprintf(stderr,
 			"mlprof: cuda: GPU memory: %lld bytes allocated, %lld bytes still in use "
 			"at "
@@ -199,6 +201,19 @@ static void print_cuda(struct profile *const *prof, const struct pipeline_stats 
 	for (size_t i = 0; i < cs.n; i++)
 		free(cs.k[i].name);
 	free(cs.k);
+	if (cs.calls[MLPROF_SK_CUDA_TENSOR] || cs.tensor_frees) {
+		const struct profile *t = prof[MLPROF_SK_CUDA_TENSOR];
+
+		fprintf(stderr,
+			"mlprof: cuda: PyTorch tensors (caching allocator): %llu allocations, %llu "
+			"frees (exact counts); sampled every %u KiB on average: %.1f MiB "
+			"allocated, "
+			"%.1f MiB still in use at the end (or when their process exited)\n",
+			(unsigned long long)cs.calls[MLPROF_SK_CUDA_TENSOR],
+			(unsigned long long)cs.tensor_frees, MLPROF_TENSOR_SAMPLE_BYTES / 1024,
+			t ? (double)profile__total(t, 1) / 1048576.0 : 0.0,
+			t ? (double)profile__total(t, 3) / 1048576.0 : 0.0);
+	}
 	print_holds(&ps->hold);
 	if (calib && (calib[MLPROF_SK_CUDA_LAUNCH].groups || calib[MLPROF_SK_CUDA_LAUNCH].added)) {
 		const struct calib_stats *c = &calib[MLPROF_SK_CUDA_LAUNCH];

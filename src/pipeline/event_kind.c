@@ -82,6 +82,15 @@ static void alloc_values(const struct sample_info *info, int64_t *out)
  * nearest counted 13% too few 1 MiB allocations. A snapshot's value is already the sum of
  * its stack's blocks (one size per stack): rounded once.
  */
+/* The values of a kind of allocations sampled by bytes (heap_values), in use until freed. */
+#define SAMPLED_ALLOCATIONS                                                                        \
+	.n_values = 4,                                                                             \
+	.values = {{"alloc_objects", "count"},                                                     \
+		   {"alloc_space", "bytes"},                                                       \
+		   {"inuse_objects", "count"},                                                     \
+		   {"inuse_space", "bytes"}},                                                      \
+	.period_type = {"space", "bytes"}, .memory = true, .compute = heap_values
+
 static void heap_values(const struct sample_info *info, int64_t *out)
 {
 	double o = info->aux1 ? (double)info->value / (double)info->aux1 : 0.0;
@@ -216,14 +225,17 @@ static const struct event_kind kinds[MLPROF_SK__COUNT] = {
 			.series_name = "memory_heap",
 			.title = "heap memory by allocation site (malloc & co, sampled by bytes): "
 				 "allocated, and still in use",
-			.n_values = 4,
-			.values = {{"alloc_objects", "count"},
-				   {"alloc_space", "bytes"},
-				   {"inuse_objects", "count"},
-				   {"inuse_space", "bytes"}},
-			.period_type = {"space", "bytes"},
-			.memory = true,
-			.compute = heap_values,
+			SAMPLED_ALLOCATIONS,
+		},
+	[MLPROF_SK_CUDA_TENSOR] =
+		{
+			.kind = MLPROF_SK_CUDA_TENSOR,
+			.name = "cuda_tensors",
+			.series_name = "cuda_tensors",
+			.title = "GPU memory of PyTorch tensors by allocation site (the CUDA "
+				 "caching "
+				 "allocator, sampled by bytes): allocated, and still in use",
+			SAMPLED_ALLOCATIONS,
 		},
 	[MLPROF_SK_STEPS] =
 		{

@@ -834,6 +834,8 @@ static int snapshot(struct pipeline *pl, uint32_t pid, uint64_t time_ns)
 
 	err = memtrack__for_each(pl->mem, MLPROF_SK_CUDA_ALLOC, pid, snap_one, &sc);
 	if (!err)
+		err = memtrack__for_each(pl->mem, MLPROF_SK_CUDA_TENSOR, pid, snap_one, &sc);
+	if (!err)
 		err = memtrack__for_each(pl->mem, MLPROF_SK_MEMORY, pid, snap_one, &sc);
 	if (!err)
 		err = memtrack__for_each(pl->mem, MLPROF_SK_HEAP, pid, snap_one, &sc);
@@ -966,6 +968,14 @@ static int handle_sample(struct pipeline *pl, const struct mlprof_sample *s, siz
 		pending_add(pl, &u);
 		return 0;
 	}
+	/* a sampled tensor stands for the bytes its sampling probability says, and stays in
+	 * the in-use view until its free */
+	if (s->kind == MLPROF_SK_CUDA_TENSOR) {
+		int64_t w = heap__weight(s->value, MLPROF_TENSOR_SAMPLE_BYTES);
+
+		memtrack__add(pl->mem, MLPROF_SK_CUDA_TENSOR, s->aux[0], w, &u);
+		return emit_stage(pl, &u, w, false, 0);
+	}
 	/* sampled memory growth stays in the in-use view until its pages are given back */
 	if (s->kind == MLPROF_SK_MEMORY)
 		memtrack__add(pl->mem, MLPROF_SK_MEMORY, s->aux[0], (int64_t)s->value, &u);
@@ -1031,6 +1041,13 @@ static int on_event(void *ctx, const void *data, size_t size)
 			const struct mlprof_free *cf = data;
 
 			memtrack__free_at(pl->mem, MLPROF_SK_CUDA_ALLOC, cf->pid, cf->ptr);
+		}
+		break;
+	case MLPROF_EV_TENSOR_FREE:
+		if (size >= sizeof(struct mlprof_free)) {
+			const struct mlprof_free *tf = data;
+
+			memtrack__free_at(pl->mem, MLPROF_SK_CUDA_TENSOR, tf->pid, tf->ptr);
 		}
 		break;
 	case MLPROF_EV_TORCH_SCOPE:

@@ -527,6 +527,56 @@ class Driver(unittest.TestCase):
             self.assertEqual(s.get("mem"), (11 * MIB, 2 * MIB), self.rec.ctx())
 
 
+TENSOR_RE = re.compile(r"^mlprof: cuda: PyTorch tensors \(caching allocator\): (\d+) "
+                       r"allocations, (\d+) frees \(exact counts\)")
+
+
+class TorchAllocator(unittest.TestCase):
+    """torch_alloc 200: the test double of PyTorch's CUDA caching allocator (its USDT
+    probes pytorch:malloc/free behind semaphores; no GPU here). keep_tensors keeps 64 x
+    4 MiB; step_tensors allocates 8 x 3 MiB + 64 x 16 KiB a step and frees them all. The
+    cuda_tensors profile is sampled by bytes (1 MiB on average)."""
+
+    def setUp(self):
+        exe = os.path.join(CUDA_DIR, "torch_alloc")
+        need(self, exe)
+        RAN.append("torch_alloc")
+        self.rec = once(TorchAllocator, lambda: Recorded(
+            "talloc", ["--log-level", "info"], [exe, "200"]))
+        self.js = self.rec.js[0]
+
+    def test_in_use_by_site(self):
+        """In use at the end: the kept tensors' 256 MiB under keep_tensors (within 10%),
+        nothing under step_tensors; allocated under step_tensors within 5% of the bytes."""
+        self.assertEqual(self.rec.types("cuda_tensors"),
+                         [("alloc_objects", "count"), ("alloc_space", "bytes"),
+                          ("inuse_objects", "count"), ("inuse_space", "bytes")])
+        st = self.rec.stacks("cuda_tensors")
+        ctx = "\n%s%s" % (self.js, self.rec.ctx())
+
+        def under(fn, i):
+            return total(st, lambda names, l: chain_ok(
+                names, ["tensor_malloc", fn, "main"]), i)
+        kept = under("keep_tensors", 3)
+        self.assertLess(abs(kept / self.js["kept_bytes"] - 1), 0.10, "in use: %d%s" % (kept, ctx))
+        self.assertEqual(under("step_tensors", 3), 0, ctx)
+        alloc = under("step_tensors", 1)
+        self.assertLess(abs(alloc / self.js["step_bytes"] - 1), 0.05, "allocated: %d%s" % (
+            alloc, ctx))
+        # objects: 64 kept, in use (sampled: 4 MiB tensors at 1 MiB are nearly all drawn)
+        self.assertLess(abs(under("keep_tensors", 2) - 64), 8, ctx)
+        self.assertEqual(total(st, i=3), kept, ctx)
+
+    def test_exact_counts(self):
+        """The summary counts every allocation and free (the semaphores were set: the
+        double waits for them, and runs its probe sites only while they are)."""
+        m = [TENSOR_RE.match(line) for line in self.rec.cp.stderr.splitlines()]
+        m = [x for x in m if x]
+        self.assertEqual(len(m), 1, self.rec.ctx())
+        self.assertEqual((int(m[0].group(1)), int(m[0].group(2))),
+                         (self.js["allocs"], self.js["frees"]), self.rec.ctx())
+
+
 class RuntimeOverDriver(unittest.TestCase):
     """drv_triton rt 400: a CUDA runtime (the fake_rt_over_drv.c test double) whose every
     cudaLaunchKernel makes one cuLaunchKernel on the same thread, as cudart does on a GPU

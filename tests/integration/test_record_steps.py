@@ -60,11 +60,11 @@ class RecordSteps(unittest.TestCase):
     def setUp(self):
         need_root(self)
 
-    def run_loop(self, sleep, workers, env=None, steps=STEPS):
+    def run_loop(self, sleep, workers, env=None, steps=STEPS, out=None, flags=()):
         if not os.access(TORCH_PY, os.X_OK):
             self.skipTest("no PyPI torch at %s (set TORCH_PYTHON)" % TORCH_PY)
-        cp, js = record(["-o", os.path.join(tmpdir(), "s.pb.gz"), "--no-memory",
-                         "--log-level", "info"],
+        cp, js = record(["-o", out or os.path.join(tmpdir(), "s.pb.gz"), "--no-memory",
+                         "--log-level", "info"] + list(flags),
                         [TORCH_PY, LOOP, str(steps), str(sleep), str(workers)], timeout=300,
                         env=env)
         self.assertTrue(js, cp.stderr)
@@ -123,9 +123,25 @@ class RecordSteps(unittest.TestCase):
         fake = os.path.join(os.environ.get("CUDA_TEST_DIR", ""), "fakedrv", "libcuda.so.1")
         if not os.path.exists(fake):
             self.skipTest("no CUDA test double at %s (tests/cuda.cmake)" % fake)
-        truth, line, err = self.run_loop(0.005, 0, env={"FAKE_CUDA": fake, "GPU_WAIT_MS": "5"})
+        base = os.path.join(tmpdir(), "g")
+        truth, line, err = self.run_loop(0.005, 0, env={"FAKE_CUDA": fake, "GPU_WAIT_MS": "5"},
+                                         out=base + ".pb.gz", flags=["--off-cpu"])
         self.check(truth, line, err)
         self.assertGreater(float(line[6]), 5.0, err)
+        # the steps profile: the wait's time (off CPU here, spinning on a GPU host) is
+        # gpu_wait, under the line that synchronizes (a wait is marked at its start)
+        wall, under = {}, 0
+        for fr, vals, labels in pprof_reader.load(base + ".steps.pb.gz").detailed_stacks():
+            ph = labels.get("ml_phase")
+            wall[ph] = wall.get(ph, 0) + vals[-1]
+            if ph == "gpu_wait" and any(f["file"].endswith("py_steps.py") and
+                                        f["line"] == truth["sync_line"] for f in fr):
+                under += vals[-1]
+        ctx = "\nsteps profile wall (ns) by phase: %s\n%s" % (wall, err)
+        self.assertGreater(wall.get("gpu_wait", 0), 0, ctx)
+        share = 100.0 * wall["gpu_wait"] / sum(wall.values())
+        self.assertLess(abs(share - float(line[6])), 5.0, ctx)
+        self.assertGreaterEqual(under / wall["gpu_wait"], 0.90, ctx)
 
     def test_two_workers(self):
         truth, line, err = self.run_loop(0.04, 2)

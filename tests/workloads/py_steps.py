@@ -80,6 +80,9 @@ def main(steps):
         prevc = thread_time()
     if NO_CPU_CLOCK:
         t["compute_cpu"] = t["total"] - t["data"] - t["opt"] - t["gpu"]
-    print(json.dumps({"steps": steps, **t}), flush=True)
+    with open(__file__, encoding="utf-8") as f:
+        sync_line = next(n for n, text in enumerate(f, 1)
+                         if text.rstrip().endswith("# the line that waits for the GPU"))
+    print(json.dumps({"steps": steps, "sync_line": sync_line, **t}), flush=True)
 
 main(int(sys.argv[1]) if len(sys.argv) > 1 else 300)

@@ -17,6 +17,7 @@
 #include "symbolize/elf.h"
 #include "symbolize/proc.h"
 #include "symbolize/symcache.h"
+#include "symbolize/usdt.h"
 
 /* Library files with probes at once, and files classified (memo). */
 #define MAX_LIBS      64
@@ -91,13 +92,34 @@ static const struct {
 
 #define N_PROBE_SYMS (sizeof(probe_table) / sizeof(probe_table[0]))
 
+/*
+ * USDT probes, found by provider and name in .note.stapsdt: PyTorch's CUDA caching
+ * allocator (libc10_cuda, torch 2.1+) hands tensors their memory at pytorch:malloc(ptr,
+ * device, size, stream) and takes it back at pytorch:free(ptr). Which arguments the
+ * probe reads (indexes; -1: none).
+ */
+static const struct {
+	const char *provider, *name;
+	enum mlprof_cuda_probe probe;
+	enum family fam;
+	int arg1, arg2;
+} usdt_table[] = {
+	{"pytorch", "malloc", MLPROF_CP_TORCH_MALLOC, F_MEMORY, 0, 2},
+	{"pytorch", "free", MLPROF_CP_TORCH_FREE, F_MEMORY, 0, -1},
+};
+
+#define MAX_USDT_SITES 8 /* sites of one USDT probe in a file */
+
 /* What one ELF file offers, decided once per file. */
 struct lib_result {
 	char key[320]; /* elf_file__memo_key: a 64-byte build id (128 hex) and the identity */
 	int nprobes;
 	struct {
-		uint8_t idx; /* into probe_table */
+		enum mlprof_cuda_probe probe;
+		enum family fam;
 		uint64_t off;
+		uint32_t arg1, arg2;  /* USDT probes: MLPROF_USDT_ARG of what they read */
+		uint64_t ref_ctr_off; /* USDT probes: the semaphore */
 	} probes[MAX_PROBES];
 };
 
@@ -240,6 +262,46 @@ static bool mentions_cuda(struct elf_file *ef)
 	return false;
 }
 
+/* The USDT probes of usdt_table that ef has (sites whose arguments it can read). */
+static void add_usdt(struct lib_result *r, struct elf_file *ef, const char *path)
+{
+	struct usdt_probe sites[MAX_USDT_SITES];
+	int before = r->nprobes;
+
+	for (size_t i = 0; i < sizeof(usdt_table) / sizeof(usdt_table[0]); i++) {
+		int n = usdt__find(ef, usdt_table[i].provider, usdt_table[i].name, sites,
+				   MAX_USDT_SITES);
+
+		for (int k = 0; k < n && r->nprobes < MAX_PROBES; k++) {
+			uint32_t a1 = usdt_table[i].arg1 < sites[k].nargs
+					      ? sites[k].args[usdt_table[i].arg1]
+					      : 0,
+				 a2 = usdt_table[i].arg2 >= 0 && usdt_table[i].arg2 < sites[k].nargs
+					      ? sites[k].args[usdt_table[i].arg2]
+					      : 0;
+
+			if (!a1 || (usdt_table[i].arg2 >= 0 && !a2)) {
+				pr_info("%s: USDT %s:%s at 0x%llx: arguments not readable, not "
+					"probed",
+					path, usdt_table[i].provider, usdt_table[i].name,
+					(unsigned long long)sites[k].off);
+				continue;
+			}
+			r->probes[r->nprobes++] = (typeof(r->probes[0])){
+				.probe = usdt_table[i].probe,
+				.fam = usdt_table[i].fam,
+				.off = sites[k].off,
+				.arg1 = a1,
+				.arg2 = a2,
+				.ref_ctr_off = sites[k].ref_ctr_off,
+			};
+		}
+	}
+	if (r->nprobes > before)
+		pr_info("%s: %d PyTorch caching-allocator probes (USDT)", path,
+			r->nprobes - before);
+}
+
 /* Which probes a file offers (memoized by build id, or path and size). */
 static const struct lib_result *classify(struct cuda *c, struct elf_file *ef, const char *path)
 {
@@ -265,13 +327,15 @@ static const struct lib_result *classify(struct cuda *c, struct elf_file *ef, co
 					dup = true;
 			if (dup)
 				continue;
-			r.probes[r.nprobes].idx = (uint8_t)i;
+			r.probes[r.nprobes].probe = probe_table[i].probe;
+			r.probes[r.nprobes].fam = probe_table[i].fam;
 			r.probes[r.nprobes].off = off;
 			r.nprobes++;
 		}
 		if (r.nprobes)
 			pr_info("%s: %d CUDA/NCCL entry points", path, r.nprobes);
 	}
+	add_usdt(&r, ef, path);
 	m = malloc(sizeof(*m));
 	if (!m)
 		return NULL;
@@ -293,13 +357,15 @@ static int attach_all(struct cuda *c, struct lib *l, const char *path, const str
 	int n = 0;
 
 	for (int i = 0; i < r->nprobes; i++) {
-		const typeof(probe_table[0]) *pt = &probe_table[r->probes[i].idx];
-
-		if (!family_on(c, pt->fam))
+		if (!family_on(c, r->probes[i].fam))
 			continue;
-		want[n].probe = pt->probe;
-		want[n].off = r->probes[i].off;
-		n++;
+		want[n++] = (struct sampler_probe){
+			.probe = r->probes[i].probe,
+			.off = r->probes[i].off,
+			.arg1 = r->probes[i].arg1,
+			.arg2 = r->probes[i].arg2,
+			.ref_ctr_off = r->probes[i].ref_ctr_off,
+		};
 	}
 	if (!n)
 		return 0;

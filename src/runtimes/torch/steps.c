@@ -73,6 +73,7 @@ struct sthread {
 	pid_t tid;
 	int depth;
 	struct open_scope s[MAX_DEPTH];
+	enum scope_class wait_cls; /* a wait in progress (MLPROF_SCOPE_WAIT), SC_NONE if none */
 	/* the step being timed on this thread (started at an Optimizer.step end) */
 	bool started;
 	uint64_t step_t0, step_oncpu0;
@@ -434,13 +435,20 @@ static struct sproc *proc_find(struct steps *st, pid_t pid)
 	return NULL;
 }
 
-static struct sthread *thread_get(struct sproc *p, pid_t tid)
+static struct sthread *thread_find(struct sproc *p, pid_t tid)
 {
 	for (int i = 0; i < p->nthreads; i++)
 		if (p->threads[i].tid == tid)
 			return &p->threads[i];
-	if (p->nthreads >= MAX_THREADS)
-		return NULL;
+	return NULL;
+}
+
+static struct sthread *thread_get(struct sproc *p, pid_t tid)
+{
+	struct sthread *t = thread_find(p, tid);
+
+	if (t || p->nthreads >= MAX_THREADS)
+		return t;
 	p->threads[p->nthreads].tid = tid;
 	return &p->threads[p->nthreads++];
 }
@@ -518,18 +526,30 @@ static void close_scope(struct sproc *p, struct sthread *t, const struct open_sc
 void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
 {
 	struct sproc *p = proc_find(st, (pid_t)e->pid);
-	struct sthread *t = p ? thread_get(p, (pid_t)e->tid) : NULL;
+	bool wait = e->flags & (MLPROF_SCOPE_WAIT | MLPROF_SCOPE_INTERVAL);
+	struct sthread *t;
 	struct open_scope s;
 	char name[MLPROF_TORCH_NAME_MAX];
 	int i;
 
+	if (!p)
+		return;
+	/* waits (synchronize calls, collectives) only count on threads that have opened a
+	 * scope: other threads (NCCL's, the autograd engine's) take no slot */
+	t = wait ? thread_find(p, (pid_t)e->tid) : thread_get(p, (pid_t)e->tid);
 	if (!t)
 		return;
 	st->st.scopes++;
 	memcpy(name, e->name, sizeof(name));
 	name[sizeof(name) - 1] = '\0';
+	if (e->flags & MLPROF_SCOPE_WAIT) {
+		/* samples from now until its interval arrives are in its phase */
+		t->wait_cls = classify(name);
+		return;
+	}
 	if (e->flags & MLPROF_SCOPE_INTERVAL) {
 		/* a whole interval (a synchronize call) inside whatever is open now */
+		t->wait_cls = SC_NONE;
 		if (!t->started && !t->depth)
 			return; /* not a training thread (yet) */
 		s = (struct open_scope){.t0 = e->time_ns - e->handle, .cls = classify(name)};
@@ -571,7 +591,9 @@ int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, uint64_
 
 		if (t->tid != tid)
 			continue;
-		/* the open scope whose phase comes first */
+		/* the open scope (or wait) whose phase comes first */
+		if (class_phase[t->wait_cls] >= 0)
+			best = class_phase[t->wait_cls];
 		for (int k = 0; k < t->depth; k++) {
 			int kp = class_phase[t->s[k].cls];
 
