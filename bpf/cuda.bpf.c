@@ -439,6 +439,72 @@ static __always_inline void tensor_free(__u64 ptr)
 }
 
 /*
+ * A backward pass: the thread that enters torch::autograd::Engine::execute waits there
+ * while the engine's worker threads (pt_autograd_N, one per device) run the graph and
+ * launch its kernels. Its stack is captured once (MLPROF_SK_BACKWARD, never a profile of
+ * its own) and ended at the return: user space shows the workers' samples in between under
+ * it, so that backward's kernels sit under the line that called backward(). One pass per
+ * process at a time (another thread's concurrent pass is not tracked); nested calls on the
+ * same thread count depth.
+ */
+struct backward {
+	__u32 tid;
+	__u32 depth;
+	__u64 seq;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, struct backward);
+} cuda_backward SEC(".maps");
+
+static __always_inline bool autograd_worker(void)
+{
+	static const char want[] = MLPROF_AUTOGRAD_COMM;
+	char comm[16];
+
+	bpf_get_current_comm(comm, sizeof(comm));
+	for (int i = 0; i < (int)sizeof(want) - 1; i++)
+		if (comm[i] != want[i])
+			return false;
+	return true;
+}
+
+static __always_inline void backward_enter(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = wanted();
+	struct backward *b, nb = {.tid = (__u32)id, .depth = 1};
+
+	if (!tgid || autograd_worker())
+		return;
+	b = bpf_map_lookup_elem(&cuda_backward, &tgid);
+	if (b) {
+		if (b->tid == (__u32)id)
+			b->depth++;
+		return;
+	}
+	nb.seq = bpf_ktime_get_ns();
+	if (!bpf_map_update_elem(&cuda_backward, &tgid, &nb, BPF_NOEXIST) &&
+	    !capture(ctx, MLPROF_SK_BACKWARD | CAPTURE_HAS_END, 0, nb.seq, 0))
+		bpf_map_delete_elem(&cuda_backward, &tgid);
+}
+
+static __always_inline void backward_exit(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct backward *b = bpf_map_lookup_elem(&cuda_backward, &tgid);
+
+	if (!b || b->tid != (__u32)id || --b->depth)
+		return;
+	rec_send_end(tgid, (__u32)id, b->seq, 0, 0, MLPROF_STAT_CUDA_LOST);
+	bpf_map_delete_elem(&cuda_backward, &tgid);
+}
+
+/*
  * Handle naming. cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name),
  * cuLibraryGetKernel(CUkernel *pKernel, CUlibrary lib, const char *name): out in rdi, name
  * in rdx. __cudaGetKernel(cudaKernel_t *out, const void *hostFun) (CUDA 13) and
@@ -616,6 +682,9 @@ int cuda_entry(struct pt_regs *ctx)
 	case MLPROF_CP_TORCH_FREE: /* (ptr) */
 		tensor_free(usdt_arg(ctx, MLPROF_COOKIE_ARG1(cookie)));
 		break;
+	case MLPROF_CP_BACKWARD:
+		backward_enter(ctx);
+		break;
 	}
 	return 0;
 }
@@ -646,6 +715,9 @@ int cuda_return(struct pt_regs *ctx)
 		break;
 	case MLPROF_CP_GETKERNEL:
 		name_exit(ret, IF_GETKERNEL);
+		break;
+	case MLPROF_CP_BACKWARD:
+		backward_exit();
 		break;
 	}
 	return 0;

@@ -47,6 +47,8 @@ enum mlprof_cuda_probe {
 	MLPROF_CP_TORCH_MALLOC, /* USDT pytorch:malloc(ptr, device, size, stream) of the CUDA
 				 * caching allocator (libc10_cuda): a tensor's memory */
 	MLPROF_CP_TORCH_FREE,	/* USDT pytorch:free(ptr) */
+	MLPROF_CP_BACKWARD,	/* torch::autograd::Engine::execute (+ return): a backward
+				 * pass, run by the engine's worker threads on GPUs */
 	MLPROF_CP__COUNT,
 };
 
@@ -64,6 +66,9 @@ enum mlprof_cuda_probe {
 #define MLPROF_COOKIE(probe, arg1, arg2) ((__u64)(probe) | (__u64)(arg1) << 8 | (__u64)(arg2) << 32)
 #define MLPROF_COOKIE_ARG1(c)		 ((__u32)((c) >> 8) & 0xffffff)
 #define MLPROF_COOKIE_ARG2(c)		 ((__u32)((c) >> 32) & 0xffffff)
+
+/* Thread names of PyTorch's autograd worker threads (one per device): "pt_autograd_0". */
+#define MLPROF_AUTOGRAD_COMM "pt_autograd_"
 
 /* Mean bytes of PyTorch tensor allocations between two sampled ones (MLPROF_SK_CUDA_TENSOR). */
 #define MLPROF_TENSOR_SAMPLE_BYTES (1u << 20)

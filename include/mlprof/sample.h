@@ -66,6 +66,10 @@ enum mlprof_sample_kind {
 				     * off-CPU samples of PyTorch training threads (value = ns) */
 	MLPROF_SK_CUDA_TENSOR = 11, /* a sampled allocation of PyTorch's CUDA caching allocator
 				     * (a tensor's memory); value = aux[1] = bytes, aux[0] = ptr */
+	MLPROF_SK_BACKWARD = 12,    /* never a profile: the stack of a thread that entered
+				     * PyTorch's autograd Engine::execute (aux[0] = seq; its end
+				     * comes as a sample end), under which the engine's worker
+				     * threads' samples are shown until then */
 	MLPROF_SK__COUNT,
 };
 

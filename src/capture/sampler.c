@@ -602,7 +602,7 @@ static bool probe_has_return(enum mlprof_cuda_probe p)
 {
 	return p == MLPROF_CP_SYNC_RT || p == MLPROF_CP_SYNC_DRV || p == MLPROF_CP_ALLOC_RT ||
 	       p == MLPROF_CP_ALLOC_DRV || p == MLPROF_CP_FREE_RT || p == MLPROF_CP_GETFUNC ||
-	       p == MLPROF_CP_GETKERNEL;
+	       p == MLPROF_CP_GETKERNEL || p == MLPROF_CP_BACKWARD;
 }
 
 /* See sampler.h. */

@@ -159,6 +159,19 @@ static void print_holds(const struct hold_stats *h)
 		h->overdue ? "; some continued at the 2 s deadline, unprobed" : "");
 }
 
+/* PyTorch backward passes whose worker threads' samples were shown under their caller. */
+static void print_backward(const struct backward_stats *b)
+{
+	if (!b->passes)
+		return;
+	fprintf(stderr,
+		"mlprof: torch: %llu backward passes; %llu samples of their autograd worker "
+		"threads shown under the caller of backward() (%llu passes forgotten: more "
+		"processes in a pass at once than tracked)\n",
+		(unsigned long long)b->passes, (unsigned long long)b->grafted,
+		(unsigned long long)b->evicted);
+}
+
 /* CUDA/NCCL lines: exact call counts from BPF, the top kernels, what the profiles hold. */
 static void print_cuda(struct profile *const *prof, const struct pipeline_stats *ps,
 		       struct pipeline *pl, const struct calib_stats *calib)
@@ -172,6 +185,7 @@ static void print_cuda(struct profile *const *prof, const struct pipeline_stats 
 			fprintf(stderr,
 				"mlprof: cuda: CUDA/NCCL libraries probed, no calls seen\n");
 		print_holds(&ps->hold);
+		print_backward(&ps->backward);
 		free(cs.k);
 		return;
 	}
@@ -215,6 +229,7 @@ static void print_cuda(struct profile *const *prof, const struct pipeline_stats 
 			t ? (double)profile__total(t, 3) / 1048576.0 : 0.0);
 	}
 	print_holds(&ps->hold);
+	print_backward(&ps->backward);
 	if (calib && (calib[MLPROF_SK_CUDA_LAUNCH].groups || calib[MLPROF_SK_CUDA_LAUNCH].added)) {
 		const struct calib_stats *c = &calib[MLPROF_SK_CUDA_LAUNCH];
 

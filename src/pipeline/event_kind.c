@@ -232,8 +232,7 @@ static const struct event_kind kinds[MLPROF_SK__COUNT] = {
 			.kind = MLPROF_SK_CUDA_TENSOR,
 			.name = "cuda_tensors",
 			.series_name = "cuda_tensors",
-			.title = "GPU memory of PyTorch tensors by allocation site (the CUDA "
-				 "caching "
+			.title = "PyTorch tensors' GPU memory by allocation site (its caching "
 				 "allocator, sampled by bytes): allocated, and still in use",
 			SAMPLED_ALLOCATIONS,
 		},

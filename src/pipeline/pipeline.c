@@ -77,8 +77,9 @@ struct pipeline {
 	struct frame_cache *fcache; /* named native frames by (maps generation, pc) */
 	struct ksyms *ksyms;
 	struct unwinder *unwinder;
-	struct python *py; /* NULL when Python frames are off */
-	struct cuda *cuda; /* NULL when CUDA probes are off */
+	struct python *py;    /* NULL when Python frames are off */
+	struct backward *bwd; /* PyTorch backward passes in progress (workers' samples) */
+	struct cuda *cuda;    /* NULL when CUDA probes are off */
 	int sink_err;
 
 	/* samples parked until their symbol indexes are built */
@@ -925,6 +926,8 @@ static int handle_sample_end(struct pipeline *pl, const struct mlprof_sample_end
 	struct pending *e;
 	int err = 0;
 
+	if (pl->bwd && backward__end(pl->bwd, oe->pid, oe->tid, oe->seq))
+		return 0;
 	for (e = pl->pend_tail; e; e = e->prev)
 		if (e->u.hdr.tid == oe->tid && e->u.hdr.aux[0] == oe->seq)
 			break;
@@ -961,6 +964,13 @@ static int handle_sample(struct pipeline *pl, const struct mlprof_sample *s, siz
 	if (size < sizeof(*s) || size < sizeof(*s) + s->ustack_len)
 		return 0; /* malformed record: the sampler never produces these */
 	unwind_stage(pl, s, size, &u);
+	if (s->kind == MLPROF_SK_BACKWARD) { /* a backward pass's caller: no profile of its own */
+		if (pl->bwd)
+			backward__begin(pl->bwd, &u);
+		return 0;
+	}
+	if (pl->bwd)
+		backward__graft(pl->bwd, &u);
 	u.phase = pl->steps ? (uint8_t)steps__phase_of(pl->steps, (pid_t)s->pid, (pid_t)s->tid,
 						       s->kind == MLPROF_SK_CPU, s->time_ns)
 			    : 0;
@@ -1173,6 +1183,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	pcfg.proc_root = "/proc";
 	pl->procs = proc_cache__new(&pcfg);
 	pl->mem = memtrack__new(MEM_MAX_ENTRIES, MEM_MAX_STACK_BYTES);
+	pl->bwd = backward__new(PIPELINE_MAX_FRAMES - MLPROF_MAX_KSTACK);
 	sym_cfg.max_bytes = cfg->symcache_bytes ? cfg->symcache_bytes : PIPELINE_SYMCACHE_BYTES;
 	sym_cfg.debug_dirs = "/usr/lib/debug";
 	sym_cfg.no_source_lines = cfg->source_lines == PIPELINE_LINES_OFF;
@@ -1286,6 +1297,7 @@ void pipeline__free(struct pipeline *pl)
 	while (pl->pend_head)
 		pending_unlink(pl, pl->pend_head);
 	memtrack__free(pl->mem);
+	backward__free(pl->bwd);
 	for (size_t i = 0; i < pl->ndone; i++)
 		free(pl->done[i].name);
 	free(pl->done);
@@ -1417,6 +1429,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	out->offcpu_unmatched = pl->offcpu_unmatched;
 	out->offcpu_dropped = pl->offcpu_dropped;
 	memtrack__stats(pl->mem, &out->mem);
+	backward__stats(pl->bwd, &out->backward);
 	out->heap_on = pl->heap != NULL;
 	if (pl->heap)
 		heap__stats(pl->heap, &out->heap);

@@ -14,6 +14,7 @@
 #include "capture/hold.h"
 #include "memory/heap.h"
 #include "memory/memtrack.h"
+#include "pipeline/backward.h"
 #include "runtimes/torch/steps.h"
 #include "profile/frame.h"
 #include "runtimes/cuda/cuda.h"
@@ -125,6 +126,7 @@ struct pipeline_stats {
 	uint64_t offcpu_unmatched;	  /* ends without their sample, samples without their end */
 	uint64_t offcpu_dropped;	  /* waiting samples dropped by the bound */
 	struct memtrack_stats mem;	  /* in-use views (device allocations, memory growth) */
+	struct backward_stats backward;	  /* PyTorch backward passes (autograd workers) */
 	struct fault_duty_stats mem_duty; /* the page-fault programs' duty cycle */
 	struct cuda_stats cuda;
 	struct hold_stats hold; /* processes held until their CUDA probes were attached */

@@ -577,6 +577,45 @@ class TorchAllocator(unittest.TestCase):
                          (self.js["allocs"], self.js["frees"]), self.rec.ctx())
 
 
+class AutogradWorker(unittest.TestCase):
+    """autograd_engine 40 25: the test double of PyTorch's autograd engine on a GPU (no GPU
+    here): main -> run_backward -> Engine::execute waits while the thread pt_autograd_0
+    burns CPU in worker_burn for 25 ms, 40 times. The worker's samples are shown under the
+    stack that entered Engine::execute (probed in the executable, as in libtorch_cpu)."""
+
+    def setUp(self):
+        exe = os.path.join(CUDA_DIR, "autograd_engine")
+        need(self, exe)
+        RAN.append("autograd_engine")
+        self.rec = once(AutogradWorker, lambda: Recorded(
+            "autograd", ["--log-level", "info"], [exe, "40", "25"]))
+
+    def test_worker_under_caller(self):
+        st = load(self.rec.base + ".pb.gz")
+        engine = re.compile(r"torch::autograd::Engine::execute\(.*")
+        # run_backward tail-calls Engine::execute: main is its caller's frame
+        chain = ["worker_burn", "worker_main", "start_thread", "clone3", engine, "main"]
+        work = [(n, v) for n, v, l in st
+                if l.get("thread_name") == "pt_autograd_0" and n and n[0] == "worker_burn"]
+        got = sum(v[0] for n, v in work)
+        under = sum(v[0] for n, v in work if chain_ok(n, chain))
+        self.assertGreaterEqual(got, 40, "worker samples%s" % self.rec.ctx())
+        self.assertGreaterEqual(under / got, 0.90, "%s%s" % (
+            [n for n, v in work if not chain_ok(n, chain)][:3], self.rec.ctx()))
+        # the caller's own samples stay its own
+        for n, v, l in st:
+            if l.get("thread_name") != "pt_autograd_0":
+                self.assertNotIn("worker_main", n, self.rec.ctx())
+
+    def test_summary(self):
+        m = re.search(r"^mlprof: torch: (\d+) backward passes; (\d+) samples of their "
+                      r"autograd worker threads shown under the caller", self.rec.cp.stderr,
+                      re.M)
+        self.assertIsNotNone(m, self.rec.ctx())
+        self.assertEqual(int(m.group(1)), 40, self.rec.ctx())
+        self.assertGreater(int(m.group(2)), 40, self.rec.ctx())
+
+
 class RuntimeOverDriver(unittest.TestCase):
     """drv_triton rt 400: a CUDA runtime (the fake_rt_over_drv.c test double) whose every
     cudaLaunchKernel makes one cuLaunchKernel on the same thread, as cudart does on a GPU

@@ -29,6 +29,12 @@
 #define NAME_BUCKETS  4096
 #define MAX_NAMES     65536
 
+/* torch::autograd::Engine::execute(roots, inputs, keep_graph, create_graph,
+ * accumulate_grad, outputs) (libtorch_cpu, exported; torch 1.x and 2.x) */
+#define TORCH_ENGINE_EXECUTE                                                                       \
+	"_ZN5torch8autograd6Engine7executeERKSt6vectorINS0_4EdgeESaIS3_EERKS2_IN2at6TensorESaIS9_" \
+	"EEbbbS7_"
+
 enum family { F_LAUNCH, F_SYNC, F_MEMCPY, F_MEMORY, F_NCCL, F_NAMES };
 
 /* The entry points probed, found by exported (or .symtab) name, never by file name. */
@@ -88,6 +94,8 @@ static const struct {
 	{"ncclReduce", MLPROF_CP_NCCL_REDUCE, F_NCCL},
 	{"ncclSend", MLPROF_CP_NCCL_SEND, F_NCCL},
 	{"ncclRecv", MLPROF_CP_NCCL_RECV, F_NCCL},
+	/* PyTorch (libtorch_cpu): a backward pass, whose kernels its worker threads launch */
+	{TORCH_ENGINE_EXECUTE, MLPROF_CP_BACKWARD, F_LAUNCH},
 };
 
 #define N_PROBE_SYMS (sizeof(probe_table) / sizeof(probe_table[0]))
@@ -251,7 +259,9 @@ static bool family_on(const struct cuda *c, enum family f)
 static bool mentions_cuda(struct elf_file *ef)
 {
 	static const char *const needles[] = {"cudaLaunchKernel", "cuLaunchKernel", "ncclAllReduce",
-					      "cudaMalloc", "cuMemAlloc_v2"};
+					      "cudaMalloc", "cuMemAlloc_v2",
+					      /* PyTorch's autograd engine (see probe_table) */
+					      TORCH_ENGINE_EXECUTE};
 
 	for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++) {
 		uint64_t v;
