@@ -56,6 +56,9 @@ target_link_libraries(drv_triton PRIVATE ${CMAKE_DL_LIBS})
 # PyTorch's caching-allocator probes (USDT) on no GPU (see torch_alloc.c).
 add_executable(torch_alloc ${CUDA_TEST_SRC}/torch_alloc.c)
 cuda_test_target(torch_alloc ${CUDA_TEST_DIR})
+if(TARGET test_usdt)
+  add_dependencies(test_usdt torch_alloc) # its notes are unit.usdt's fixture
+endif()
 # PyTorch's autograd engine running a backward pass on a worker thread (autograd_engine.c).
 add_executable(autograd_engine ${CUDA_TEST_SRC}/autograd_engine.c)
 cuda_test_target(autograd_engine ${CUDA_TEST_DIR})

@@ -199,6 +199,7 @@ static void pipeline_cfg(const struct agent_config *c, struct pipeline_config *o
 		.memory = c->memory,
 		.memory_sample_bytes = (uint64_t)c->memory_sample_kib * 1024,
 		.cuda_budget = c->cuda_rate / 10,
+		.cuda_tensor_sample = (uint64_t)c->cuda_tensor_sample_kib * 1024,
 		/* exact counts per window, so that each window's stacks are calibrated to its own
 		 */
 		.cuda_count_window_ns = (uint64_t)c->upload_interval_s * 1000000000ull,

@@ -136,6 +136,10 @@ static const struct opt opts[] = {
 	      0, NULL),
 	O_UINT("heap-sample", heap_sample_kib, "512", "KIB",
 	       "mean KiB allocated per sampled heap allocation", 0, 1, 1048576),
+	O_UINT("cuda-tensor-sample", cuda_tensor_sample_kib, "1024", "KIB",
+	       "mean KiB of PyTorch tensor allocations (CUDA caching allocator) per sampled one: "
+	       "each costs the allocating thread a stack capture",
+	       0, 1, 4194304),
 	O_BOOL("python", python, "true",
 	       "read Python frames of CPython 3.10-3.14 processes (interleaved with native frames)",
 	       0),

@@ -38,6 +38,7 @@ struct agent_config {
 	unsigned int memory_sample_kib;
 	char *heap; /* heap profile: comma list of process names, "all", or "" (off) */
 	unsigned int heap_sample_kib;
+	unsigned int cuda_tensor_sample_kib;
 	unsigned int offcpu_min_us;
 	unsigned int offcpu_rate; /* captures per CPU per second */
 	uint64_t symcache_bytes;

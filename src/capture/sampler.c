@@ -75,6 +75,7 @@ struct sampler {
 	uint32_t cuda_budget;
 	uint64_t cuda_count_window_ns;
 	bool cuda_sync_intervals;
+	uint64_t cuda_tensor_sample;
 	struct memory_bpf *memory; /* NULL unless memory growth is on */
 	struct fault_duty *duty;   /* NULL unless its page-fault programs are duty-cycled */
 	struct bpf_link **links;   /* one per attached perf event */
@@ -481,7 +482,9 @@ static int cuda_setup(struct sampler *s)
 		o->rodata->cuda_budget = s->cuda_budget;
 	o->rodata->count_window_ns = s->cuda_count_window_ns;
 	o->rodata->sync_intervals = s->cuda_sync_intervals;
-	heap_probes__fill_draws(o->rodata->tensor_draws, MLPROF_TENSOR_SAMPLE_BYTES);
+	heap_probes__fill_draws(o->rodata->tensor_draws, s->cuda_tensor_sample
+								 ? s->cuda_tensor_sample
+								 : MLPROF_TENSOR_SAMPLE_BYTES);
 	err = share_capture(s, o, "CUDA") ?: sampler__share_scope_runs(s, o->maps.scope_runs);
 	if (err)
 		return err;
@@ -896,6 +899,7 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 	s->cuda_budget = cfg->cuda_budget;
 	s->cuda_count_window_ns = cfg->cuda_count_window_ns;
 	s->cuda_sync_intervals = cfg->cuda_sync_intervals;
+	s->cuda_tensor_sample = cfg->cuda_tensor_sample;
 	if (cfg->memory) {
 		err = memory_setup(s, cfg);
 		if (err)

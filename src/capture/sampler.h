@@ -30,6 +30,8 @@ struct sampler_config {
 	uint32_t cuda_budget;	/* CUDA stack captures per CPU per 100 ms (sampling) */
 	uint64_t cuda_count_window_ns; /* exact counts kept per window this long (0: one) */
 	bool cuda_sync_intervals;      /* every synchronize call as an interval event (steps) */
+	uint64_t cuda_tensor_sample;   /* mean bytes between sampled PyTorch tensor allocations
+					* (0: MLPROF_TENSOR_SAMPLE_BYTES) */
 	bool hold_cuda_maps;	       /* stop a process mapping a CUDA/NCCL library until
 					* sampler__release (capture/hold.h) */
 	bool memory;		       /* memory growth: anonymous write faults, releases */

@@ -64,6 +64,7 @@ struct record_opts {
 	bool heap;			 /* heap profile by allocation site (--heap) */
 	bool no_steps;			 /* no PyTorch training-step breakdown */
 	unsigned long heap_sample_kib;
+	unsigned long cuda_tensor_sample_kib;
 	bool cuda_no_hold; /* --no-cuda-hold */
 	unsigned long memory_sample_kib;
 	bool quiet;
@@ -130,8 +131,8 @@ static void usage(FILE *f)
 		"                           blocked in synchronize calls), memcpy (host<->device\n"
 		"                           bytes), memory (GPU memory allocated and in use by\n"
 		"                           site: cudaMalloc segments, and PyTorch tensors from\n"
-		"                           its caching allocator's USDT probes, sampled every\n"
-		"                           1 MiB), nccl (collectives: calls, bytes); 'all'\n"
+		"                           its caching allocator's USDT probes, sampled by\n"
+		"                           bytes), nccl (collectives: calls, bytes); 'all'\n"
 		"                           (default) or 'none'. Each is written to\n"
 		"                           NAME.KIND.EXT when the targets used it\n"
 		"      --no-memory          no memory-growth profile (by default anonymous memory\n"
@@ -148,6 +149,12 @@ static void usage(FILE *f)
 		"                           who holds the memory (NAME.heap.EXT). Costs each\n"
 		"                           allocator call a uprobe (~1 us; posix_memalign and\n"
 		"                           memalign ~14 us on a VM): see README\n"
+		"      --cuda-tensor-sample KIB\n"
+		"                           mean KiB of PyTorch tensor allocations per sampled "
+		"one\n"
+		"                           (default 1024): each sampled one costs the profiled\n"
+		"                           thread a stack capture; raise it for loops that\n"
+		"                           allocate GBs a second\n"
 		"      --heap-sample KIB    mean KiB allocated per sampled allocation (default\n"
 		"                           512)\n"
 		"      --no-steps           no PyTorch training-step breakdown (by default the\n"
@@ -290,6 +297,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		OPT_MEMORY_MAX_FAULTS,
 		OPT_HEAP,
 		OPT_HEAP_SAMPLE,
+		OPT_CUDA_TENSOR_SAMPLE,
 		OPT_NO_STEPS,
 		OPT_TITLE,
 		OPT_LOG
@@ -318,6 +326,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{"memory-max-faults", required_argument, NULL, OPT_MEMORY_MAX_FAULTS},
 		{"heap", no_argument, NULL, OPT_HEAP},
 		{"heap-sample", required_argument, NULL, OPT_HEAP_SAMPLE},
+		{"cuda-tensor-sample", required_argument, NULL, OPT_CUDA_TENSOR_SAMPLE},
 		{"no-steps", no_argument, NULL, OPT_NO_STEPS},
 		{"title", required_argument, NULL, OPT_TITLE},
 		{"quiet", no_argument, NULL, 'q'},
@@ -344,6 +353,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	o->memory = true;
 	o->memory_sample_kib = 512;
 	o->heap_sample_kib = 512;
+	o->cuda_tensor_sample_kib = MLPROF_TENSOR_SAMPLE_BYTES / 1024;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:aF:d:o:f:qh", longopts, NULL)) != -1) {
@@ -430,6 +440,11 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		case OPT_HEAP_SAMPLE:
 			if (parse_uint(optarg, 1, 1048576, &o->heap_sample_kib))
 				usage_error("invalid --heap-sample '%s' (1..1048576 KiB)", optarg);
+			break;
+		case OPT_CUDA_TENSOR_SAMPLE:
+			if (parse_uint(optarg, 1, 4194304, &o->cuda_tensor_sample_kib))
+				usage_error("invalid --cuda-tensor-sample '%s' (1..4194304 KiB)",
+					    optarg);
 			break;
 		case OPT_MEMORY_MAX_FAULTS:
 			if (parse_uint(optarg, 0, 100000000, &o->memory_max_faults))
@@ -881,6 +896,7 @@ int record__main(int argc, char **argv)
 	plc.heap = o.heap;
 	plc.steps = !o.no_steps;
 	plc.heap_cfg.sample_bytes = (uint64_t)o.heap_sample_kib * 1024;
+	plc.cuda_tensor_sample = (uint64_t)o.cuda_tensor_sample_kib * 1024;
 	pl = pipeline__new(&plc, record_sink, &st);
 	if (!pl) {
 		/* The failing module already logged one line with the reason. */

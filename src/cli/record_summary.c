@@ -224,7 +224,8 @@ static void print_cuda(struct profile *const *prof, const struct pipeline_stats 
 			"allocated, "
 			"%.1f MiB still in use at the end (or when their process exited)\n",
 			(unsigned long long)cs.calls[MLPROF_SK_CUDA_TENSOR],
-			(unsigned long long)cs.tensor_frees, MLPROF_TENSOR_SAMPLE_BYTES / 1024,
+			(unsigned long long)cs.tensor_frees,
+			(unsigned int)(ps->cuda_tensor_sample / 1024),
 			t ? (double)profile__total(t, 1) / 1048576.0 : 0.0,
 			t ? (double)profile__total(t, 3) / 1048576.0 : 0.0);
 	}

@@ -957,6 +957,12 @@ static void pending_drop_pid(struct pipeline *pl, uint32_t pid)
 	}
 }
 
+/* Mean bytes between two sampled PyTorch tensor allocations. */
+static uint64_t tensor_sample(const struct pipeline *pl)
+{
+	return pl->cfg.cuda_tensor_sample ? pl->cfg.cuda_tensor_sample : MLPROF_TENSOR_SAMPLE_BYTES;
+}
+
 static int handle_sample(struct pipeline *pl, const struct mlprof_sample *s, size_t size)
 {
 	struct unwound u;
@@ -981,7 +987,7 @@ static int handle_sample(struct pipeline *pl, const struct mlprof_sample *s, siz
 	/* a sampled tensor stands for the bytes its sampling probability says, and stays in
 	 * the in-use view until its free */
 	if (s->kind == MLPROF_SK_CUDA_TENSOR) {
-		int64_t w = heap__weight(s->value, MLPROF_TENSOR_SAMPLE_BYTES);
+		int64_t w = heap__weight(s->value, tensor_sample(pl));
 
 		memtrack__add(pl->mem, MLPROF_SK_CUDA_TENSOR, s->aux[0], w, &u);
 		return emit_stage(pl, &u, w, false, 0);
@@ -1232,6 +1238,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	scfg.cuda_budget = cfg->cuda_budget;
 	scfg.cuda_count_window_ns = cfg->cuda_count_window_ns;
 	scfg.cuda_sync_intervals = cfg->steps;
+	scfg.cuda_tensor_sample = tensor_sample(pl);
 	scfg.hold_cuda_maps = !cfg->cuda_no_hold;
 	scfg.memory = cfg->memory;
 	scfg.memory_sample_bytes = cfg->memory_sample_bytes;
@@ -1430,6 +1437,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	out->offcpu_dropped = pl->offcpu_dropped;
 	memtrack__stats(pl->mem, &out->mem);
 	backward__stats(pl->bwd, &out->backward);
+	out->cuda_tensor_sample = tensor_sample(pl);
 	out->heap_on = pl->heap != NULL;
 	if (pl->heap)
 		heap__stats(pl->heap, &out->heap);

@@ -60,6 +60,8 @@ struct pipeline_config {
 	bool cuda_on;		       /* attach CUDA/NCCL probes to the libraries processes map */
 	struct cuda_config cuda;       /* ... which families */
 	uint32_t cuda_budget;	       /* CUDA stack captures per CPU per 100 ms (0 = 50) */
+	uint64_t cuda_tensor_sample;   /* mean bytes between sampled PyTorch tensor allocations
+					* (0: MLPROF_TENSOR_SAMPLE_BYTES) */
 	uint64_t cuda_count_window_ns; /* exact CUDA counts kept per window this long (the
 					* agent's interval; 0: one window, record) */
 	bool cuda_preload;	       /* load the CUDA/NCCL programs at start (the agent: the
@@ -127,6 +129,7 @@ struct pipeline_stats {
 	uint64_t offcpu_dropped;	  /* waiting samples dropped by the bound */
 	struct memtrack_stats mem;	  /* in-use views (device allocations, memory growth) */
 	struct backward_stats backward;	  /* PyTorch backward passes (autograd workers) */
+	uint64_t cuda_tensor_sample;	  /* mean bytes between sampled tensor allocations */
 	struct fault_duty_stats mem_duty; /* the page-fault programs' duty cycle */
 	struct cuda_stats cuda;
 	struct hold_stats hold; /* processes held until their CUDA probes were attached */

@@ -78,6 +78,7 @@ static int fill(const struct elf_file *ef, uint64_t pc, uint64_t base, uint64_t 
 {
 	struct elf_section sb;
 	char buf[256], *save = NULL, *tok;
+	size_t len = 0;
 
 	/* prelinked or moved: the .stapsdt.base section says where the note's base went */
 	if (base && !elf_file__section(ef, ".stapsdt.base", &sb)) {
@@ -89,6 +90,10 @@ static int fill(const struct elf_file *ef, uint64_t pc, uint64_t base, uint64_t 
 	if (elf_file__vaddr_to_offset(ef, pc, &out->off))
 		return -1;
 	if (sem && elf_file__vaddr_to_offset(ef, sem, &out->ref_ctr_off))
+		return -1;
+	/* both in the file's bytes (a corrupt note can point into a segment's bss) */
+	elf_file__data(ef, &len);
+	if (out->off >= len || out->ref_ctr_off >= len)
 		return -1;
 	snprintf(buf, sizeof(buf), "%s", argstr);
 	for (tok = strtok_r(buf, " ", &save); tok && out->nargs < USDT_MAX_ARGS;

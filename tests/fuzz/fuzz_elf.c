@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * libFuzzer target: the ELF parser (headers, sections, segments, notes, .gnu_debuglink) and
- * the symbol table builder over it (.symtab/.dynsym, MiniDebugInfo in .gnu_debugdata).
+ * libFuzzer target: the ELF parser (headers, sections, segments, notes, USDT notes,
+ * .gnu_debuglink) and the symbol table builder over it (.symtab/.dynsym, MiniDebugInfo in
+ * .gnu_debugdata).
  * Built with -DMLPROF_FUZZ=ON (CC=clang); scripts/fuzz.sh runs it. Seeds: corpus/elf.
  */
 #include <stdbool.h>
@@ -12,6 +13,7 @@
 #include "fuzz_util.h"
 #include "symbolize/elf.h"
 #include "symbolize/symcache.h"
+#include "symbolize/usdt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -48,6 +50,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sink += x;
 	if (elf_file__find_function(ef, "_start", &x) == 0)
 		sink += x;
+	{
+		struct usdt_probe up[4];
+
+		sink += (size_t)usdt__find(ef, "pytorch", "malloc", up, 4);
+	}
 	for (uint64_t a = 0; a < 0x4000; a += 0x400) {
 		if (elf_file__offset_to_vaddr(ef, a & ~0xfffULL, a, &x) == 0)
 			sink += x;
