@@ -7,7 +7,8 @@
 # samples, steps/s with and without mlprof; issue 23's gpu_wait against the loop's own
 # synchronize time (each step sleeps GPU_SLEEP_CYCLES, default 2000000, on the GPU); then
 # the same loop launch-bound (no GPU sleep, LAUNCH_STEPS steps) without and with `mlprof
-# record` (defaults), twice each, for the slowdown on a launch-bound loop.
+# record` (defaults, and each flag set of LAUNCH_VARIANTS, '|' between them), twice each,
+# for the slowdown on a launch-bound loop.
 #
 #   bench/gpu.sh bundle DIR    here: copy build/mlprof and the shared libraries it needs
 #                              that a bare GPU machine may lack into DIR, the binary's
@@ -70,27 +71,37 @@ run)
 	echo "== report"
 	"$py" bench/gpu_report.py "$out"
 	[ "$launch_steps" -gt 0 ] || exit 0
-	echo "== launch-bound: $launch_steps steps, no GPU sleep; without, with mlprof record (defaults), twice"
+	# LAUNCH_VARIANTS: more mlprof flag sets to compare, '|' between them
+	IFS='|' read -r -a variants <<< "${LAUNCH_VARIANTS:-}"
+	echo "== launch-bound: $launch_steps steps, no GPU sleep; without, with mlprof record" \
+		"(defaults${LAUNCH_VARIANTS:+, then |$LAUNCH_VARIANTS}), twice"
 	for i in 1 2; do
 		t0=$(now)
 		GPU_SLEEP_CYCLES=0 "$py" bench/gpuloop.py "$launch_steps" > "$out/lb_base$i.json"
 		echo "base $i: wall $(since "$t0") s; $(cut -c1-80 "$out/lb_base$i.json")"
-		t0=$(now)
-		GPU_SLEEP_CYCLES=0 "$mlprof" record -o "$out/lb$i.pb.gz" -- "$py" bench/gpuloop.py \
-			"$launch_steps" > "$out/lb_prof$i.json" 2> "$out/lb_record$i.err" || tail -20 "$out/lb_record$i.err"
-		echo "mlprof $i: wall $(since "$t0") s; $(cut -c1-80 "$out/lb_prof$i.json")"
-		grep -E '^mlprof: ([0-9]+ samples|cuda:|steps:|symbols:)' "$out/lb_record$i.err" || true
+		v=0
+		for flags in "" "${variants[@]}"; do
+			t0=$(now)
+			# shellcheck disable=SC2086 # flags: words on purpose
+			GPU_SLEEP_CYCLES=0 "$mlprof" record -o "$out/lb$i.v$v.pb.gz" $flags -- "$py" \
+				bench/gpuloop.py "$launch_steps" > "$out/lb_prof$i.v$v.json" \
+				2> "$out/lb_record$i.v$v.err" || tail -20 "$out/lb_record$i.v$v.err"
+			echo "mlprof $i [${flags:-defaults}]: wall $(since "$t0") s; $(cut -c1-80 "$out/lb_prof$i.v$v.json")"
+			grep -E '^mlprof: ([0-9]+ samples|cuda:|steps:)' "$out/lb_record$i.v$v.err" || true
+			v=$((v + 1))
+		done
 	done
-	"$py" - "$out" "$launch_steps" << 'PY'
+	"$py" - "$out" "$v" "defaults|${LAUNCH_VARIANTS:-}" << 'PY'
 import json, sys
-d = sys.argv[1]
-b = [json.load(open("%s/lb_base%d.json" % (d, i))) for i in (1, 2)]
-p = [json.load(open("%s/lb_prof%d.json" % (d, i))) for i in (1, 2)]
-sb = [x["steps"] / x["seconds"] for x in b]
-sp = [x["steps"] / x["seconds"] for x in p]
-print("launch-bound steps/s: without %s, with %s; with/without %.3f (runs paired: %s)" % (
-    ["%.0f" % s for s in sb], ["%.0f" % s for s in sp], sum(sp) / sum(sb),
-    ["%.3f" % (q / s) for q, s in zip(sp, sb)]))
+d, nv, names = sys.argv[1], int(sys.argv[2]), sys.argv[3].split("|")
+sb = [json.load(open("%s/lb_base%d.json" % (d, i))) for i in (1, 2)]
+sb = [x["steps"] / x["seconds"] for x in sb]
+for v in range(nv):
+    p = [json.load(open("%s/lb_prof%d.v%d.json" % (d, i, v))) for i in (1, 2)]
+    sp = [x["steps"] / x["seconds"] for x in p]
+    print("launch-bound steps/s [%s]: without %s, with %s; with/without %.3f (paired: %s)" % (
+        names[v], ["%.0f" % s for s in sb], ["%.0f" % s for s in sp], sum(sp) / sum(sb),
+        ["%.3f" % (q / s) for q, s in zip(sp, sb)]))
 PY
 	;;
 *)
