@@ -369,16 +369,10 @@ struct {
 	__type(value, __s64);
 } tensor_left SEC(".maps");
 
-struct tensor_key {
-	__u32 pid;
-	__u32 pad;
-	__u64 ptr;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
-	__type(key, struct tensor_key);
+	__type(key, struct mlprof_tensor_key);
 	__type(value, __u8);
 } tensor_live SEC(".maps");
 
@@ -406,7 +400,7 @@ static __always_inline bool tensor_sampled(__u64 size)
 
 static __always_inline void tensor_alloc(struct pt_regs *ctx, __u64 ptr, __u64 size)
 {
-	struct tensor_key key = {.ptr = ptr};
+	struct mlprof_tensor_key key = {.ptr = ptr};
 	__u8 one = 1;
 	__u32 tgid = wanted();
 
@@ -426,7 +420,7 @@ static __always_inline void tensor_alloc(struct pt_regs *ctx, __u64 ptr, __u64 s
 
 static __always_inline void tensor_free(__u64 ptr)
 {
-	struct tensor_key key = {.ptr = ptr};
+	struct mlprof_tensor_key key = {.ptr = ptr};
 	__u32 tgid = wanted();
 
 	if (!tgid || !ptr)

@@ -67,6 +67,13 @@ enum mlprof_cuda_probe {
 #define MLPROF_COOKIE_ARG1(c)		 ((__u32)((c) >> 8) & 0xffffff)
 #define MLPROF_COOKIE_ARG2(c)		 ((__u32)((c) >> 32) & 0xffffff)
 
+/* Key of the CUDA programs' table of sampled PyTorch tensors not freed yet (tensor_live). */
+struct mlprof_tensor_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 ptr;
+};
+
 /* Thread names of PyTorch's autograd worker threads (one per device): "pt_autograd_0". */
 #define MLPROF_AUTOGRAD_COMM "pt_autograd_"
 

@@ -70,7 +70,9 @@ enum {
 	M_PY_LINES_BUDGET,
 	M_MEM_INUSE,
 	M_GPU_INUSE,
+	M_TENSOR_INUSE,
 	M_HEAP_INUSE,
+	M_BACKWARD,
 	M_CUDA_LIBS,
 	M_CUDA_HOLDS,
 	M_CUDA_HOLD_MAX,
@@ -168,6 +170,15 @@ static const struct {
 	[M_GPU_INUSE] = {"mlprof_gpu_memory_inuse_bytes", METRIC_GAUGE,
 			 "GPU memory allocated and not freed at the end of the last window, by "
 			 "service"},
+	[M_TENSOR_INUSE] =
+		{"mlprof_gpu_tensor_inuse_bytes", METRIC_GAUGE,
+		 "GPU memory of PyTorch tensors (its CUDA caching allocator) allocated and "
+		 "not freed at the end of the last window, by service (sampled estimate)"},
+	[M_BACKWARD] = {"mlprof_torch_backward_total", METRIC_COUNTER,
+			"PyTorch backward passes whose autograd worker threads' samples were shown "
+			"under the caller of backward() (what=passes), those samples "
+			"(what=samples), and passes forgotten before their end because more "
+			"processes were in one at once than tracked (what=evicted)"},
 	[M_HEAP_INUSE] =
 		{"mlprof_heap_inuse_bytes", METRIC_GAUGE,
 		 "Heap memory (malloc & co) allocated and not freed at the end of the last "
@@ -290,15 +301,19 @@ static void collect(struct metrics *m, void *ctx)
 	}
 	for (int i = 0; i < n_inuse; i++)
 		metrics__set(m,
-			     id[inuse[i].kind == MLPROF_SK_MEMORY ? M_MEM_INUSE
-				: inuse[i].kind == MLPROF_SK_HEAP ? M_HEAP_INUSE
-								  : M_GPU_INUSE],
+			     id[inuse[i].kind == MLPROF_SK_MEMORY	 ? M_MEM_INUSE
+				: inuse[i].kind == MLPROF_SK_HEAP	 ? M_HEAP_INUSE
+				: inuse[i].kind == MLPROF_SK_CUDA_TENSOR ? M_TENSOR_INUSE
+									 : M_GPU_INUSE],
 			     "service_name", inuse[i].service, (double)inuse[i].bytes, 0);
 	metrics__set(m, id[M_CUDA_LIBS], NULL, NULL, (double)ps.cuda.libs_attached, 0);
 	metrics__set(m, id[M_CUDA_HOLDS], "outcome", "attached", (double)ps.hold.held, 0);
 	metrics__set(m, id[M_CUDA_HOLDS], "outcome", "overdue", (double)ps.hold.overdue, 0);
 	metrics__set(m, id[M_CUDA_HOLDS], "outcome", "exit", (double)ps.hold.at_exit, 0);
 	metrics__set(m, id[M_CUDA_HOLD_MAX], NULL, NULL, (double)ps.hold.max_ns / 1e9, 0);
+	metrics__set(m, id[M_BACKWARD], "what", "passes", (double)ps.backward.passes, 0);
+	metrics__set(m, id[M_BACKWARD], "what", "samples", (double)ps.backward.grafted, 0);
+	metrics__set(m, id[M_BACKWARD], "what", "evicted", (double)ps.backward.evicted, 0);
 	metrics__set(m, id[M_MEM_WATCHED], NULL, NULL, ps.mem_duty.duty, 0);
 	if (a->exp)
 		exporter__stats(a->exp, &es);

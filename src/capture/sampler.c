@@ -682,6 +682,23 @@ struct cuda_count_key {
 	__u64 window;
 };
 
+static int tensor_of_pid(const void *key, void *ctx)
+{
+	return ((const struct mlprof_tensor_key *)key)->pid == *(const __u32 *)ctx;
+}
+
+/* See sampler.h. */
+void sampler__cuda_forget_pid(struct sampler *s, pid_t pid)
+{
+	__u32 want = (__u32)pid;
+
+	if (!s || !s->cuda)
+		return;
+	bpf_map_delete_elem(bpf_map__fd(s->cuda->maps.cuda_backward), &want);
+	sampler__map_walk(bpf_map__fd(s->cuda->maps.tensor_live), sizeof(struct mlprof_tensor_key),
+			  tensor_of_pid, &want);
+}
+
 /* See sampler_share.h. */
 int sampler__map_walk(int fd, size_t key_size, int (*visit)(const void *key, void *ctx), void *ctx)
 {

@@ -85,6 +85,12 @@ struct uprobe_link *sampler__attach_probes(struct sampler *s, const char *path,
 					   const struct sampler_probe *probes, int n);
 
 /*
+ * Forgets process pid in the CUDA programs' tables (it exited or exec'd): its sampled
+ * PyTorch tensors not freed, its backward pass in progress.
+ */
+void sampler__cuda_forget_pid(struct sampler *s, pid_t pid);
+
+/*
  * Reads the exact CUDA call counts: cb(pid, kind, what, window, count) for each entry of a
  * window <= max_window (UINT64_MAX: all; of process pid only when pid > 0); with take,
  * those entries are deleted from the map. window: CLOCK_MONOTONIC ns / the config's

@@ -361,24 +361,43 @@ static void print_fp_fallback(const struct pipeline_stats *ps)
  */
 static void print_steps(void *ctx, const struct steps_proc *sp)
 {
+	const uint64_t *by = sp->phase_ns;
 	double wall = (double)sp->wall_ns, data;
 
 	(void)ctx;
-	if (!sp->wall_ns)
-		return;
-	double mean = wall / (double)sp->steps / 1e6;
-	int dec = mean < 10 ? 2 : 1; /* two decimals under 10 ms: a 1 ms step's time to 1% */
+	if (!sp->steps) {
+		/* no scope probed: the shares from the main thread's samples' Python frames */
+		wall = 0;
+		for (int ph = 0; ph < STEP_PHASE__COUNT; ph++)
+			wall += (double)sp->frames_ns[ph];
+		if (wall <= 0)
+			return;
+		by = sp->frames_ns;
+		fprintf(stderr,
+			"mlprof: steps: pid %d (%s): no step boundaries (no record_function scope "
+			"was probed: this torch opens them through functions mlprof does not "
+			"probe, "
+			"as Debian's python3-torch 1.13 does); from the main thread's Python "
+			"frames, "
+			"%.2f s of %s",
+			(int)sp->pid, sp->comm[0] ? sp->comm : "?", wall / 1e9,
+			sp->frames_offcpu ? "CPU and off-CPU time"
+					  : "CPU time (--off-cpu for waits)");
+	} else {
+		double mean = wall / (double)sp->steps / 1e6;
+		int dec = mean < 10 ? 2 : 1; /* two decimals under 10 ms: a 1 ms step to 1% */
 
-	fprintf(stderr,
-		"mlprof: steps: pid %d (%s): %llu steps, %.*f ms each on average (p50 %.*f, "
-		"p99 %.*f)",
-		(int)sp->pid, sp->comm[0] ? sp->comm : "?", (unsigned long long)sp->steps, dec,
-		mean, dec, (double)sp->p50_ns / 1e6, dec, (double)sp->p99_ns / 1e6);
+		fprintf(stderr,
+			"mlprof: steps: pid %d (%s): %llu steps, %.*f ms each on average (p50 "
+			"%.*f, "
+			"p99 %.*f)",
+			(int)sp->pid, sp->comm[0] ? sp->comm : "?", (unsigned long long)sp->steps,
+			dec, mean, dec, (double)sp->p50_ns / 1e6, dec, (double)sp->p99_ns / 1e6);
+	}
 	for (int ph = 0; ph < STEP_PHASE__COUNT; ph++)
 		fprintf(stderr, "%s %s %.1f%%", ph ? "," : ";",
-			steps__phase_name((enum step_phase)ph),
-			100.0 * (double)sp->phase_ns[ph] / wall);
-	data = 100.0 * (double)sp->phase_ns[STEP_DATA_WAIT] / wall;
+			steps__phase_name((enum step_phase)ph), 100.0 * (double)by[ph] / wall);
+	data = 100.0 * (double)by[STEP_DATA_WAIT] / wall;
 	if (data > 20.0)
 		fprintf(stderr,
 			" - waiting for data is a high share of each step: the input "

@@ -128,6 +128,14 @@ bool backward__graft(struct backward *b, struct unwound *u)
 	return true;
 }
 
+void backward__forget(struct backward *b, uint32_t pid)
+{
+	struct pass *p = b ? find(b, pid) : NULL;
+
+	if (p)
+		pass_clear(p);
+}
+
 void backward__stats(const struct backward *b, struct backward_stats *out)
 {
 	*out = b ? b->st : (struct backward_stats){0};

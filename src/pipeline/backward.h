@@ -40,6 +40,9 @@ bool backward__end(struct backward *b, uint32_t pid, uint32_t tid, uint64_t seq)
  */
 bool backward__graft(struct backward *b, struct unwound *u);
 
+/* Process pid exited: its pass (if any) is over. */
+void backward__forget(struct backward *b, uint32_t pid);
+
 void backward__stats(const struct backward *b, struct backward_stats *out);
 
 #endif

@@ -12,6 +12,7 @@
 #include "capture/sampler.h"
 #include "memory/memtrack.h"
 #include "pipeline/frame_cache.h"
+#include "pipeline/phase_frames.h"
 #include "pipeline/symwait.h"
 #include "runtimes/cuda/cuda.h"
 #include "runtimes/python/python.h"
@@ -599,7 +600,7 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 	struct sample_info info = {0};
 	char thread_name[MLPROF_COMM_LEN + 1];
 	struct proc *p = NULL;
-	int n, nu = 0;
+	int n, nu = 0, phase;
 
 	pl->names_used = 0;
 	pl->sym_missing = false;
@@ -666,7 +667,18 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 	info.proc_name = p && p->comm[0] ? p->comm : thread_name;
 	info.proc = p;
 	info.start_ns = s->start_ns;
-	info.ml_phase = u->phase ? steps__phase_name((enum step_phase)(u->phase - 1)) : NULL;
+	phase = u->phase;
+	/* a PyTorch process with no probed scope: the phase its Python frames show */
+	if (!phase && pl->steps && !inuse &&
+	    (s->kind == MLPROF_SK_CPU || s->kind == MLPROF_SK_OFFCPU))
+		phase = steps__phase_by_frames(pl->steps, info.pid, info.tid,
+					       s->kind == MLPROF_SK_CPU,
+					       phase_frames__classify(pl->frames, n),
+					       s->kind == MLPROF_SK_CPU && pl->cfg.freq_hz
+						       ? 1000000000ull / pl->cfg.freq_hz
+						       : (uint64_t)value,
+					       info.time_ns);
+	info.ml_phase = phase ? steps__phase_name((enum step_phase)(phase - 1)) : NULL;
 	pl->samples++;
 	if (s->kind == MLPROF_SK_CPU && !inuse) {
 		pl->cpu_samples++;
@@ -1106,6 +1118,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 				heap__forget(pl->heap, (pid_t)pe->pid);
 			if (pl->steps)
 				steps__exited(pl->steps, (pid_t)pe->pid);
+			backward__forget(pl->bwd, pe->pid);
 			/* samples still waiting for an index keep its state until they are out, and
 			 * so do CUDA counts whose kernel names wait for one */
 			if ((has_parked(pl, pe->pid) || counts_wait_index(pl, (pid_t)pe->pid)) &&

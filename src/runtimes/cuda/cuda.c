@@ -656,6 +656,8 @@ void cuda__forget(struct cuda *c, pid_t pid)
 		*pp = e->next;
 		free(e);
 		c->nprocs--;
+		/* its tensors and backward pass in the CUDA programs' tables */
+		sampler__cuda_forget_pid(c->s, pid);
 	}
 	names_clear_pid(c, pid);
 }

@@ -33,6 +33,11 @@
  * STALE_MIN_NS) past the last step's end without another. */
 #define STALE_STEPS  4
 #define STALE_MIN_NS 50000000ull
+/* By frames (steps__phase_by_frames): the main thread trains until 4 times the longest gap
+ * between two samples in an optimizer step or a DataLoader's next (at least
+ * FRAMES_STALE_MIN_NS; FRAMES_STALE_NS until three such samples) past the last one. */
+#define FRAMES_STALE_NS	    2000000000ull
+#define FRAMES_STALE_MIN_NS 100000000ull
 
 /* record_function_enter_new: torch 2.x (std::optional), 1.13 (c10::optional). */
 static const char *const enter_syms[] = {
@@ -90,6 +95,13 @@ struct sproc {
 	size_t ndur;
 	uint64_t max_dur; /* the longest step so far */
 	bool exited;
+	bool scoped;	       /* a probed scope opened in it (no phases by frames then) */
+	uint64_t frames_last;  /* by frames: time of the last optimizer or data sample */
+	uint64_t frames_gap;   /* ... the longest time between two of them */
+	uint64_t frames_hints; /* ... how many */
+	/* by frames: CPU and off-CPU time since the last of them, counted once another comes
+	 * (what follows the last one, a shutdown or an evaluation, is not training) */
+	uint64_t frames_pending[2];
 	struct steps_proc taken; /* the totals at the last steps__window */
 	size_t ndur_taken;	 /* ndur then */
 };
@@ -556,6 +568,7 @@ void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
 		close_scope(p, t, &s, t->depth, e->time_ns, e->oncpu_ns);
 		return;
 	}
+	p->scoped = true;
 	if (!(e->flags & MLPROF_SCOPE_EXIT)) {
 		if (t->depth >= MAX_DEPTH)
 			t->depth = MAX_DEPTH - 1; /* too deep: the innermost is replaced */
@@ -612,6 +625,54 @@ int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, uint64_
 	return 0;
 }
 
+/* Time by phase from frames (steps__phase_by_frames), all phases together. */
+static uint64_t frames_total(const struct steps_proc *sp)
+{
+	uint64_t t = 0;
+
+	for (int ph = 0; ph < STEP_PHASE__COUNT; ph++)
+		t += sp->frames_ns[ph];
+	return t;
+}
+
+/* See steps.h. */
+int steps__phase_by_frames(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, int hint,
+			   uint64_t ns, uint64_t time_ns)
+{
+	struct sproc *p = proc_find(st, pid);
+	uint64_t stale;
+	int ph;
+
+	if (!p || p->scoped || tid != pid)
+		return 0;
+	if (hint == STEP_OPTIMIZER || hint == STEP_DATA_WAIT) {
+		if (p->frames_last && time_ns > p->frames_last &&
+		    time_ns - p->frames_last > p->frames_gap)
+			p->frames_gap = time_ns - p->frames_last;
+		p->frames_last = time_ns > p->frames_last ? time_ns : p->frames_last;
+		p->frames_hints++;
+	} else {
+		hint = -1;
+	}
+	/* not yet training, or done (evaluating, saving, shutting down) */
+	stale = p->frames_hints < 3 ? FRAMES_STALE_NS : 4 * p->frames_gap;
+	if (stale < FRAMES_STALE_MIN_NS)
+		stale = FRAMES_STALE_MIN_NS;
+	if (!p->frames_last || time_ns > p->frames_last + stale)
+		return 0;
+	ph = hint >= 0 ? hint : on_cpu ? STEP_CPU_COMPUTE : STEP_OTHER;
+	p->out.frames_offcpu |= !on_cpu;
+	if (hint < 0) {
+		p->frames_pending[on_cpu ? 0 : 1] += ns;
+		return 1 + ph;
+	}
+	p->out.frames_ns[ph] += ns;
+	p->out.frames_ns[STEP_CPU_COMPUTE] += p->frames_pending[0];
+	p->out.frames_ns[STEP_OTHER] += p->frames_pending[1];
+	p->frames_pending[0] = p->frames_pending[1] = 0;
+	return 1 + ph;
+}
+
 /* See steps.h. */
 void steps__exited(struct steps *st, pid_t pid)
 {
@@ -619,7 +680,7 @@ void steps__exited(struct steps *st, pid_t pid)
 
 	if (!p)
 		return;
-	if (!p->out.steps) { /* nothing to report */
+	if (!p->out.steps && !frames_total(&p->out)) { /* nothing to report */
 		st->st.procs_without_steps++;
 		proc_drop(st, p);
 		return;
@@ -653,7 +714,7 @@ void steps__for_each(const struct steps *st, void (*cb)(void *ctx, const struct 
 		struct steps_proc out = p->out;
 		size_t n = p->ndur < MAX_DURATIONS ? p->ndur : MAX_DURATIONS;
 
-		if (!out.steps || !out.pid)
+		if ((!out.steps && !frames_total(&out)) || !out.pid)
 			continue;
 		/* sorted in place: the ring's order is not needed any more at the end */
 		percentiles(p->dur, n, &out);
@@ -694,5 +755,5 @@ void steps__stats(const struct steps *st, struct steps_stats *out)
 {
 	*out = st->st;
 	for (const struct sproc *p = st->procs; p; p = p->next)
-		out->procs_without_steps += !p->out.steps;
+		out->procs_without_steps += !p->out.steps && !frames_total(&p->out);
 }

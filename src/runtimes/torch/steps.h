@@ -43,6 +43,10 @@ struct steps_proc {
 	uint64_t wall_ns;		      /* all steps together */
 	uint64_t phase_ns[STEP_PHASE__COUNT]; /* sums to wall_ns */
 	uint64_t p50_ns, p99_ns;	      /* step time percentiles */
+	/* where no scope was probed (steps__phase_by_frames): time by phase from the main
+	 * thread's samples (CPU, and off-CPU when it was sampled), no step boundaries */
+	uint64_t frames_ns[STEP_PHASE__COUNT];
+	bool frames_offcpu;
 };
 
 struct steps_stats {
@@ -66,6 +70,16 @@ void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e);
  */
 int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, uint64_t time_ns);
 /* The process exited: its threads' state goes, its steps stay for the summary. */
+/*
+ * A phase for a sample of a PyTorch process that has opened no probed scope (Debian's
+ * python3-torch 1.13 opens them through _record_function_enter, which its libtorch neither
+ * exports nor names), from its Python frames: hint is STEP_OPTIMIZER (in an optimizer's
+ * step), STEP_DATA_WAIT (in a DataLoader's __next__) or -1. Only the main thread's samples,
+ * from its first such frame until FRAMES_STALE past the last; ns is the time the sample
+ * stands for. Returns 1 + the phase, or 0 (not such a sample).
+ */
+int steps__phase_by_frames(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, int hint,
+			   uint64_t ns, uint64_t time_ns);
 void steps__exited(struct steps *st, pid_t pid);
 /* Calls cb for each process with at least one step. */
 void steps__for_each(const struct steps *st, void (*cb)(void *ctx, const struct steps_proc *sp),
