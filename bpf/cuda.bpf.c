@@ -191,6 +191,30 @@ static __always_inline void runtime_launch_done(__u32 kind, __u32 api, __u64 jif
 		m->jiffies[kind == MLPROF_SK_CUDA_GRAPH] = jiffies;
 }
 
+/*
+ * Processes in which an autograd worker thread (MLPROF_AUTOGRAD_COMM) launched a kernel: a
+ * backward pass runs on the GPU there, and only there is the caller of backward() worth a
+ * capture (on a CPU the pass runs on the calling thread itself).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} cuda_autograd_procs SEC(".maps");
+
+static __always_inline bool autograd_worker(void)
+{
+	static const char want[] = MLPROF_AUTOGRAD_COMM;
+	char comm[16];
+
+	bpf_get_current_comm(comm, sizeof(comm));
+	for (int i = 0; i < (int)sizeof(want) - 1; i++)
+		if (comm[i] != want[i])
+			return false;
+	return true;
+}
+
 static __always_inline void launch(struct pt_regs *ctx, __u64 fn, __u32 api)
 {
 	__u32 tgid = wanted(), w;
@@ -198,6 +222,11 @@ static __always_inline void launch(struct pt_regs *ctx, __u64 fn, __u32 api)
 
 	if (!tgid || runtime_own_launch(MLPROF_SK_CUDA_LAUNCH, api))
 		return;
+	if (autograd_worker() && !bpf_map_lookup_elem(&cuda_autograd_procs, &tgid)) {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&cuda_autograd_procs, &tgid, &one, BPF_ANY);
+	}
 	count_event(tgid, MLPROF_SK_CUDA_LAUNCH, fn);
 	now = bpf_jiffies64();
 	w = sampled_at(now);
@@ -437,7 +466,8 @@ static __always_inline void tensor_free(__u64 ptr)
  * while the engine's worker threads (pt_autograd_N, one per device) run the graph and
  * launch its kernels. Its stack is captured once (MLPROF_SK_BACKWARD, never a profile of
  * its own) and ended at the return: user space shows the workers' samples in between under
- * it, so that backward's kernels sit under the line that called backward(). One pass per
+ * it, so that backward's kernels sit under the line that called backward(), in processes whose
+ * workers launch kernels (cuda_autograd_procs: from the pass after the first). One pass per
  * process at a time (another thread's concurrent pass is not tracked); nested calls on the
  * same thread count depth.
  */
@@ -454,25 +484,13 @@ struct {
 	__type(value, struct backward);
 } cuda_backward SEC(".maps");
 
-static __always_inline bool autograd_worker(void)
-{
-	static const char want[] = MLPROF_AUTOGRAD_COMM;
-	char comm[16];
-
-	bpf_get_current_comm(comm, sizeof(comm));
-	for (int i = 0; i < (int)sizeof(want) - 1; i++)
-		if (comm[i] != want[i])
-			return false;
-	return true;
-}
-
 static __always_inline void backward_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = wanted();
 	struct backward *b, nb = {.tid = (__u32)id, .depth = 1};
 
-	if (!tgid || autograd_worker())
+	if (!tgid || !bpf_map_lookup_elem(&cuda_autograd_procs, &tgid) || autograd_worker())
 		return;
 	b = bpf_map_lookup_elem(&cuda_backward, &tgid);
 	if (b) {

@@ -695,6 +695,7 @@ void sampler__cuda_forget_pid(struct sampler *s, pid_t pid)
 	if (!s || !s->cuda)
 		return;
 	bpf_map_delete_elem(bpf_map__fd(s->cuda->maps.cuda_backward), &want);
+	bpf_map_delete_elem(bpf_map__fd(s->cuda->maps.cuda_autograd_procs), &want);
 	sampler__map_walk(bpf_map__fd(s->cuda->maps.tensor_live), sizeof(struct mlprof_tensor_key),
 			  tensor_of_pid, &want);
 }

@@ -580,8 +580,10 @@ class TorchAllocator(unittest.TestCase):
 class AutogradWorker(unittest.TestCase):
     """autograd_engine 40 25: the test double of PyTorch's autograd engine on a GPU (no GPU
     here): main -> run_backward -> Engine::execute waits while the thread pt_autograd_0
-    burns CPU in worker_burn for 25 ms, 40 times. The worker's samples are shown under the
-    stack that entered Engine::execute (probed in the executable, as in libtorch_cpu)."""
+    launches a kernel and burns CPU in worker_burn for 25 ms, 40 times. From the second
+    pass (the first launch from a worker tells mlprof the passes run on a GPU), the
+    worker's samples are shown under the stack that entered Engine::execute (probed in
+    the executable, as in libtorch_cpu)."""
 
     def setUp(self):
         exe = os.path.join(CUDA_DIR, "autograd_engine")
@@ -600,6 +602,7 @@ class AutogradWorker(unittest.TestCase):
         got = sum(v[0] for n, v in work)
         under = sum(v[0] for n, v in work if chain_ok(n, chain))
         self.assertGreaterEqual(got, 40, "worker samples%s" % self.rec.ctx())
+        # all but the first pass's (~1/40)
         self.assertGreaterEqual(under / got, 0.90, "%s%s" % (
             [n for n, v in work if not chain_ok(n, chain)][:3], self.rec.ctx()))
         # the caller's own samples stay its own
@@ -612,7 +615,7 @@ class AutogradWorker(unittest.TestCase):
                       r"autograd worker threads shown under the caller", self.rec.cp.stderr,
                       re.M)
         self.assertIsNotNone(m, self.rec.ctx())
-        self.assertEqual(int(m.group(1)), 40, self.rec.ctx())
+        self.assertEqual(int(m.group(1)), 39, self.rec.ctx())
         self.assertGreater(int(m.group(2)), 40, self.rec.ctx())
 
 
