@@ -213,37 +213,47 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
+/* See elf.h. */
+bool elf_note__next(const uint8_t *p, uint64_t size, uint64_t align, uint64_t *off,
+		    struct elf_note *out)
+{
+	Elf64_Nhdr nh;
+	uint64_t desc_off;
+
+	align = align == 8 ? 8 : 4;
+	if (*off > size || size - *off < sizeof(nh))
+		return false;
+	memcpy(&nh, p + *off, sizeof(nh));
+	/* namesz/descsz are 32-bit: no 64-bit overflow below */
+	desc_off = *off + sizeof(nh) + align_up(nh.n_namesz, align);
+	if (desc_off > size || nh.n_descsz > size - desc_off)
+		return false;
+	out->type = nh.n_type;
+	out->namesz = nh.n_namesz;
+	out->descsz = nh.n_descsz;
+	out->name = p + *off + sizeof(nh);
+	out->desc = p + desc_off;
+	*off = desc_off + align_up(nh.n_descsz, align);
+	return true;
+}
+
 /* Scans a note area for NT_GNU_BUILD_ID; fills ef->build_id and returns true when found. */
 static bool parse_notes(struct elf_file *ef, const uint8_t *p, uint64_t size, uint64_t align)
 {
 	static const char hex[] = "0123456789abcdef";
+	struct elf_note n;
 	uint64_t off = 0;
 
-	align = align == 8 ? 8 : 4;
-	while (size - off >= sizeof(Elf64_Nhdr)) {
-		Elf64_Nhdr nh;
-		uint64_t name_off, desc_off, next;
-
-		memcpy(&nh, p + off, sizeof(nh));
-		name_off = off + sizeof(nh);
-		/* namesz/descsz are 32-bit: no 64-bit overflow below */
-		desc_off = name_off + align_up(nh.n_namesz, align);
-		if (desc_off > size || nh.n_descsz > size - desc_off)
-			return false;
-		next = desc_off + align_up(nh.n_descsz, align);
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    memcmp(p + name_off, "GNU", 4) == 0 && nh.n_descsz > 0 &&
-		    nh.n_descsz <= BUILD_ID_MAX) {
-			for (uint32_t i = 0; i < nh.n_descsz; i++) {
-				ef->build_id[2 * i] = hex[p[desc_off + i] >> 4];
-				ef->build_id[2 * i + 1] = hex[p[desc_off + i] & 15];
+	while (elf_note__next(p, size, align, &off, &n)) {
+		if (n.type == NT_GNU_BUILD_ID && n.namesz == 4 && memcmp(n.name, "GNU", 4) == 0 &&
+		    n.descsz > 0 && n.descsz <= BUILD_ID_MAX) {
+			for (uint32_t i = 0; i < n.descsz; i++) {
+				ef->build_id[2 * i] = hex[n.desc[i] >> 4];
+				ef->build_id[2 * i + 1] = hex[n.desc[i] & 15];
 			}
-			ef->build_id[2 * nh.n_descsz] = '\0';
+			ef->build_id[2 * n.descsz] = '\0';
 			return true;
 		}
-		if (next >= size)
-			break;
-		off = next;
 	}
 	return false;
 }

@@ -70,6 +70,21 @@ int elf_file__vaddr_to_offset(const struct elf_file *ef, uint64_t vaddr, uint64_
 /* Reads len bytes at virtual address vaddr from the file image (PT_LOAD backed). */
 int elf_file__read_vaddr(const struct elf_file *ef, uint64_t vaddr, void *buf, size_t len);
 
+/* One note of a note area (an SHT_NOTE section's or a PT_NOTE segment's bytes). */
+struct elf_note {
+	uint32_t type;
+	uint32_t namesz, descsz;
+	const uint8_t *name, *desc; /* inside the area */
+};
+
+/*
+ * The note at *off of the note area [p, p + size), its fields aligned to align (8, else 4),
+ * into out, and *off past it. False at the end of the area or at a note that does not fit
+ * in it (untrusted input: everything is bounds checked; the walk ends there).
+ */
+bool elf_note__next(const uint8_t *p, uint64_t size, uint64_t align, uint64_t *off,
+		    struct elf_note *out);
+
 /*
  * Finds a defined symbol by exact name in .dynsym (through .gnu.hash: a few reads whatever
  * its size; a linear scan without one), then .symtab (a linear scan, only of tables up to

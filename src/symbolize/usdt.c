@@ -107,30 +107,19 @@ int usdt__find(const struct elf_file *ef, const char *provider, const char *name
 	       struct usdt_probe *out, int max)
 {
 	struct elf_section s;
+	struct elf_note note;
 	uint64_t pos = 0;
 	int n = 0;
 
 	if (elf_file__section(ef, ".note.stapsdt", &s) || !s.data)
 		return 0;
-	while (n < max && pos + 12 <= s.size) {
-		uint32_t namesz, descsz, type;
-		const uint8_t *desc;
+	while (n < max && elf_note__next(s.data, s.size, 4, &pos, &note)) {
+		const uint8_t *desc = note.desc;
 		const char *prov, *pname, *args, *lim;
 
-		memcpy(&namesz, s.data + pos, 4);
-		memcpy(&descsz, s.data + pos + 4, 4);
-		memcpy(&type, s.data + pos + 8, 4);
-		pos += 12;
-		if (namesz > s.size - pos)
-			break;
-		pos += (namesz + 3) & ~3u;
-		if (pos > s.size || descsz > s.size - pos)
-			break;
-		desc = s.data + pos;
-		pos += (descsz + 3) & ~3u;
-		if (type != NT_STAPSDT || descsz < 3 * 8 + 3)
+		if (note.type != NT_STAPSDT || note.descsz < 3 * 8 + 3)
 			continue;
-		lim = (const char *)desc + descsz;
+		lim = (const char *)desc + note.descsz;
 		prov = (const char *)desc + 24;
 		pname = memchr(prov, 0, (size_t)(lim - prov));
 		if (!pname || ++pname >= lim)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "read_file.h"
 #include "symbolize/elf.h"
 #include "symbolize/symcache.h"
 
@@ -26,26 +27,6 @@ static char *read_text(const char *path)
 		buf[0] = '\0';
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
-	return buf;
-}
-
-static void *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	void *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc(n);
-		if (buf && fread(buf, 1, n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-		*len = n;
-	}
-	fclose(f);
 	return buf;
 }
 

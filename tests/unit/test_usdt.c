@@ -12,6 +12,7 @@
 #include <mlprof/cuda.h>
 
 #include "check.h"
+#include "read_file.h"
 #include "symbolize/elf.h"
 #include "symbolize/usdt.h"
 
@@ -32,26 +33,6 @@ static void test_parse_arg(void)
 	CHECK(usdt__parse_arg("8@%rax)") == 0 && usdt__parse_arg("8@-8(%rbp") == 0, "unbalanced");
 	CHECK(usdt__parse_arg("") == 0 && usdt__parse_arg("@") == 0 && usdt__parse_arg("8") == 0,
 	      "junk");
-}
-
-static void *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	void *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)n);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t)n;
-	}
-	fclose(f);
-	return buf;
 }
 
 /* Probes found in an image of len bytes lie inside it. */
