@@ -192,9 +192,9 @@ static __always_inline void runtime_launch_done(__u32 kind, __u32 api, __u64 jif
 }
 
 /*
- * Processes in which an autograd worker thread (MLPROF_AUTOGRAD_COMM) launched a kernel: a
- * backward pass runs on the GPU there, and only there is the caller of backward() worth a
- * capture (on a CPU the pass runs on the calling thread itself).
+ * Processes in which an autograd worker thread (MLPROF_AUTOGRAD_COMM) launched a kernel (one
+ * whose stack was captured): a backward pass runs on the GPU there, and only there is the
+ * caller of backward() worth a capture (on a CPU the pass runs on the calling thread).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -222,16 +222,18 @@ static __always_inline void launch(struct pt_regs *ctx, __u64 fn, __u32 api)
 
 	if (!tgid || runtime_own_launch(MLPROF_SK_CUDA_LAUNCH, api))
 		return;
-	if (autograd_worker() && !bpf_map_lookup_elem(&cuda_autograd_procs, &tgid)) {
-		__u8 one = 1;
-
-		bpf_map_update_elem(&cuda_autograd_procs, &tgid, &one, BPF_ANY);
-	}
 	count_event(tgid, MLPROF_SK_CUDA_LAUNCH, fn);
 	now = bpf_jiffies64();
 	w = sampled_at(now);
-	if (w)
+	if (w) {
 		capture(ctx, MLPROF_SK_CUDA_LAUNCH, weight_count(w), fn, api);
+		/* on the captured launches only, not every launch: a worker's shows up soon */
+		if (autograd_worker() && !bpf_map_lookup_elem(&cuda_autograd_procs, &tgid)) {
+			__u8 one = 1;
+
+			bpf_map_update_elem(&cuda_autograd_procs, &tgid, &one, BPF_ANY);
+		}
+	}
 	runtime_launch_done(MLPROF_SK_CUDA_LAUNCH, api, now);
 }
 

@@ -965,6 +965,7 @@ int record__main(int argc, char **argv)
 			.freq_hz = o.freq_hz,
 			.ustack_bytes = o.ustack_bytes,
 			.memory_sample_kib = o.memory_sample_kib,
+			.cuda_tensor_sample_kib = o.cuda_tensor_sample_kib,
 			.cuda = cuda__any(&o.cuda),
 			.calib = calib,
 		});

@@ -173,9 +173,12 @@ static void print_backward(const struct backward_stats *b)
 }
 
 /* CUDA/NCCL lines: exact call counts from BPF, the top kernels, what the profiles hold. */
-static void print_cuda(struct profile *const *prof, const struct pipeline_stats *ps,
-		       struct pipeline *pl, const struct calib_stats *calib)
+static void print_cuda(const struct record_summary *rs, const struct pipeline_stats *ps)
 {
+	struct profile *const *prof = rs->prof;
+	struct pipeline *pl = rs->pl;
+	const struct calib_stats *calib = rs->calib;
+	unsigned long tensor_sample_kib = rs->cuda_tensor_sample_kib;
 	struct cuda_summary cs = {0};
 	const struct profile *mem = prof[MLPROF_SK_CUDA_ALLOC];
 
@@ -220,12 +223,11 @@ static void print_cuda(struct profile *const *prof, const struct pipeline_stats 
 
 		fprintf(stderr,
 			"mlprof: cuda: PyTorch tensors (caching allocator): %llu allocations, %llu "
-			"frees (exact counts); sampled every %u KiB on average: %.1f MiB "
-			"allocated, "
-			"%.1f MiB still in use at the end (or when their process exited)\n",
+			"frees (exact counts); sampled every %lu KiB on average: %.1f MiB "
+			"allocated, %.1f MiB still in use at the end (or when their process "
+			"exited)\n",
 			(unsigned long long)cs.calls[MLPROF_SK_CUDA_TENSOR],
-			(unsigned long long)cs.tensor_frees,
-			(unsigned int)(ps->cuda_tensor_sample / 1024),
+			(unsigned long long)cs.tensor_frees, tensor_sample_kib,
 			t ? (double)profile__total(t, 1) / 1048576.0 : 0.0,
 			t ? (double)profile__total(t, 3) / 1048576.0 : 0.0);
 	}
@@ -367,9 +369,7 @@ static void print_steps(void *ctx, const struct steps_proc *sp)
 	(void)ctx;
 	if (!sp->steps) {
 		/* no scope probed: the shares from the main thread's samples' Python frames */
-		wall = 0;
-		for (int ph = 0; ph < STEP_PHASE__COUNT; ph++)
-			wall += (double)sp->frames_ns[ph];
+		wall = (double)steps_proc__frames_total(sp);
 		if (wall <= 0)
 			return;
 		by = sp->frames_ns;
@@ -388,9 +388,8 @@ static void print_steps(void *ctx, const struct steps_proc *sp)
 		int dec = mean < 10 ? 2 : 1; /* two decimals under 10 ms: a 1 ms step to 1% */
 
 		fprintf(stderr,
-			"mlprof: steps: pid %d (%s): %llu steps, %.*f ms each on average (p50 "
-			"%.*f, "
-			"p99 %.*f)",
+			"mlprof: steps: pid %d (%s): %llu steps, %.*f ms each on average "
+			"(p50 %.*f, p99 %.*f)",
 			(int)sp->pid, sp->comm[0] ? sp->comm : "?", (unsigned long long)sp->steps,
 			dec, mean, dec, (double)sp->p50_ns / 1e6, dec, (double)sp->p99_ns / 1e6);
 	}
@@ -484,7 +483,7 @@ void record_summary__print(const struct record_summary *rs)
 	if (prof[MLPROF_SK_OFFCPU])
 		print_offcpu(&ps, prof[MLPROF_SK_OFFCPU]);
 	if (rs->cuda)
-		print_cuda(prof, &ps, pl, rs->calib);
+		print_cuda(rs, &ps);
 	if (prof[MLPROF_SK_MEMORY]) {
 		const struct profile *m = prof[MLPROF_SK_MEMORY];
 

@@ -19,6 +19,7 @@ struct record_summary {
 	unsigned int freq_hz;
 	uint32_t ustack_bytes;
 	unsigned long memory_sample_kib;
+	unsigned long cuda_tensor_sample_kib;
 	bool cuda; /* CUDA/NCCL probes were on */
 	/* [MLPROF_SK__COUNT]: how the CUDA profiles were calibrated to the exact counts */
 	const struct calib_stats *calib;

@@ -78,19 +78,10 @@ static void alloc_values(const struct sample_info *info, int64_t *out)
  * value: weighted bytes; aux1: the size asked for, so objects = bytes / size. One sampled
  * allocation stands for 1/p objects (p its sampling probability, e.g. 1.16 for 1 MiB at
  * 512 KiB): rounded at random (up with the fraction's probability; aux0, the capture's
- * time, is the random source), so that the sum stays unbiased; rounding each to the
- * nearest counted 13% too few 1 MiB allocations. A snapshot's value is already the sum of
+ * time, or a tensor's address, is the random source), so that the sum stays unbiased; rounding each
+ * to the nearest counted 13% too few 1 MiB allocations. A snapshot's value is already the sum of
  * its stack's blocks (one size per stack): rounded once.
  */
-/* The values of a kind of allocations sampled by bytes (heap_values), in use until freed. */
-#define SAMPLED_ALLOCATIONS                                                                        \
-	.n_values = 4,                                                                             \
-	.values = {{"alloc_objects", "count"},                                                     \
-		   {"alloc_space", "bytes"},                                                       \
-		   {"inuse_objects", "count"},                                                     \
-		   {"inuse_space", "bytes"}},                                                      \
-	.period_type = {"space", "bytes"}, .memory = true, .compute = heap_values
-
 static void heap_values(const struct sample_info *info, int64_t *out)
 {
 	double o = info->aux1 ? (double)info->value / (double)info->aux1 : 0.0;
@@ -114,6 +105,15 @@ static void heap_values(const struct sample_info *info, int64_t *out)
 	out[2] = info->inuse ? objects : 0;
 	out[3] = info->inuse ? info->value : 0;
 }
+
+/* The values of a kind of allocations sampled by bytes (heap_values), in use until freed. */
+#define SAMPLED_ALLOCATIONS                                                                        \
+	.n_values = 4,                                                                             \
+	.values = {{"alloc_objects", "count"},                                                     \
+		   {"alloc_space", "bytes"},                                                       \
+		   {"inuse_objects", "count"},                                                     \
+		   {"inuse_space", "bytes"}},                                                      \
+	.period_type = {"space", "bytes"}, .memory = true, .compute = heap_values
 
 static const struct event_kind kinds[MLPROF_SK__COUNT] = {
 	[MLPROF_SK_CPU] =

@@ -1450,7 +1450,6 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	out->offcpu_dropped = pl->offcpu_dropped;
 	memtrack__stats(pl->mem, &out->mem);
 	backward__stats(pl->bwd, &out->backward);
-	out->cuda_tensor_sample = tensor_sample(pl);
 	out->heap_on = pl->heap != NULL;
 	if (pl->heap)
 		heap__stats(pl->heap, &out->heap);

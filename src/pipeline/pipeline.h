@@ -129,7 +129,6 @@ struct pipeline_stats {
 	uint64_t offcpu_dropped;	  /* waiting samples dropped by the bound */
 	struct memtrack_stats mem;	  /* in-use views (device allocations, memory growth) */
 	struct backward_stats backward;	  /* PyTorch backward passes (autograd workers) */
-	uint64_t cuda_tensor_sample;	  /* mean bytes between sampled tensor allocations */
 	struct fault_duty_stats mem_duty; /* the page-fault programs' duty cycle */
 	struct cuda_stats cuda;
 	struct hold_stats hold; /* processes held until their CUDA probes were attached */

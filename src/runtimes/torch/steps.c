@@ -625,16 +625,6 @@ int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, uint64_
 	return 0;
 }
 
-/* Time by phase from frames (steps__phase_by_frames), all phases together. */
-static uint64_t frames_total(const struct steps_proc *sp)
-{
-	uint64_t t = 0;
-
-	for (int ph = 0; ph < STEP_PHASE__COUNT; ph++)
-		t += sp->frames_ns[ph];
-	return t;
-}
-
 /* See steps.h. */
 int steps__phase_by_frames(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, int hint,
 			   uint64_t ns, uint64_t time_ns)
@@ -680,7 +670,7 @@ void steps__exited(struct steps *st, pid_t pid)
 
 	if (!p)
 		return;
-	if (!p->out.steps && !frames_total(&p->out)) { /* nothing to report */
+	if (!p->out.steps && !steps_proc__frames_total(&p->out)) { /* nothing to report */
 		st->st.procs_without_steps++;
 		proc_drop(st, p);
 		return;
@@ -714,7 +704,7 @@ void steps__for_each(const struct steps *st, void (*cb)(void *ctx, const struct 
 		struct steps_proc out = p->out;
 		size_t n = p->ndur < MAX_DURATIONS ? p->ndur : MAX_DURATIONS;
 
-		if ((!out.steps && !frames_total(&out)) || !out.pid)
+		if ((!out.steps && !steps_proc__frames_total(&out)) || !out.pid)
 			continue;
 		/* sorted in place: the ring's order is not needed any more at the end */
 		percentiles(p->dur, n, &out);
@@ -755,5 +745,5 @@ void steps__stats(const struct steps *st, struct steps_stats *out)
 {
 	*out = st->st;
 	for (const struct sproc *p = st->procs; p; p = p->next)
-		out->procs_without_steps += !p->out.steps && !frames_total(&p->out);
+		out->procs_without_steps += !p->out.steps && !steps_proc__frames_total(&p->out);
 }

@@ -49,6 +49,16 @@ struct steps_proc {
 	bool frames_offcpu;
 };
 
+/* The time by phase from frames (frames_ns), all phases together. */
+static inline uint64_t steps_proc__frames_total(const struct steps_proc *sp)
+{
+	uint64_t t = 0;
+
+	for (int ph = 0; ph < STEP_PHASE__COUNT; ph++)
+		t += sp->frames_ns[ph];
+	return t;
+}
+
 struct steps_stats {
 	uint64_t files_probed, attach_failed, scopes, unmatched_exits, procs_dropped;
 	uint64_t files_without_sites; /* libtorch_cpu files with no entry point to probe */
@@ -69,19 +79,20 @@ void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e);
  * shutting down is not in a step).
  */
 int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, uint64_t time_ns);
-/* The process exited: its threads' state goes, its steps stay for the summary. */
 /*
  * A phase for a sample of a PyTorch process that has opened no probed scope (Debian's
  * python3-torch 1.13 opens them through _record_function_enter, which its libtorch neither
  * exports nor names), from its Python frames: hint is STEP_OPTIMIZER (in an optimizer's
  * step), STEP_DATA_WAIT (in a DataLoader's __next__) or -1. Only the main thread's samples,
- * from its first such frame until FRAMES_STALE past the last; ns is the time the sample
- * stands for. Returns 1 + the phase, or 0 (not such a sample).
+ * from its first such frame on while they keep coming (time after the last one is not
+ * counted in frames_ns); ns is the time the sample stands for. Returns 1 + the phase, or 0
+ * (not such a sample).
  */
 int steps__phase_by_frames(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, int hint,
 			   uint64_t ns, uint64_t time_ns);
+/* The process exited: its threads' state goes, its steps stay for the summary. */
 void steps__exited(struct steps *st, pid_t pid);
-/* Calls cb for each process with at least one step. */
+/* Calls cb for each process with at least one step, or time by phase from frames. */
 void steps__for_each(const struct steps *st, void (*cb)(void *ctx, const struct steps_proc *sp),
 		     void *ctx);
 /*
