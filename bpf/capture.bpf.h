@@ -314,6 +314,47 @@ static __always_inline long stack_vma_get(struct task_struct *task, __u64 sp, bo
 	return 0;
 }
 
+/* Pending return probes of a thread looked at per capture (nested probed calls). */
+#define URET_MAX 8
+
+/*
+ * A function with a pending uretprobe (ours: Engine::execute, CUDA synchronizes, NCCL
+ * calls; or anyone's) has its return address replaced on the stack by the uprobe
+ * trampoline (the task's xol area): an unwind of the copy would end there, losing every
+ * caller (the Python frames of loss.backward()). The kernel keeps the original addresses
+ * in the task's return instances; they are put back into the copy here, as perf does for
+ * its callchains since 6.14.
+ */
+static __always_inline void uret_restore(struct mlprof_sample *rec, struct task_struct *task,
+					 __u64 sp, __u64 len)
+{
+	struct return_instance *ri;
+	struct uprobe_task *ut;
+	__u64 tramp;
+	int i;
+
+	if (!bpf_core_field_exists(task->utask))
+		return;
+	ut = BPF_CORE_READ(task, utask);
+	if (!ut)
+		return;
+	ri = BPF_CORE_READ(ut, return_instances);
+	tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	for (i = 0; i < URET_MAX && ri; i++) {
+		__u64 slot = BPF_CORE_READ(ri, stack), off = slot - sp;
+		__u64 orig = BPF_CORE_READ(ri, orig_ret_vaddr);
+
+		ri = BPF_CORE_READ(ri, next);
+		if (slot < sp || off + 8 > len || off > MLPROF_MAX_USTACK - 8)
+			continue;
+		off &= MLPROF_MAX_USTACK - 1;
+		if (off > MLPROF_MAX_USTACK - 8 || orig == tramp)
+			continue;
+		if (*(__u64 *)(rec->ustack + off) == tramp)
+			*(__u64 *)(rec->ustack + off) = orig;
+	}
+}
+
 /*
  * Copies the user stack from sp into rec->ustack. Returns the bytes copied (0 on
  * failure) and sets MLPROF_SF_USTACK_* flags. stack_end: the end of sp's VMA when the
@@ -407,6 +448,7 @@ static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_
 	}
 	if (rec->flags & MLPROF_SF_USTACK_CUT)
 		stat_inc(MLPROF_STAT_USTACK_CUT);
+	uret_restore(rec, task, sp, len);
 	return len;
 }
 

@@ -30,7 +30,8 @@ struct hold *hold__new(int map_fd);
 void hold__free(struct hold *h);
 /* Continues process pid (its probes are in place). */
 void hold__release(struct hold *h, pid_t pid);
-/* Continues processes held for longer than max_ns (call every poll). */
+/* Continues processes held for longer than max_ns (call every poll: it walks the map at most
+ * every max_ns / 10). */
 void hold__sweep(struct hold *h, uint64_t max_ns);
 void hold__stats(const struct hold *h, struct hold_stats *out);
 

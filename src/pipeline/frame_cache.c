@@ -16,6 +16,7 @@
 
 struct fc_entry {
 	uint64_t gen, epoch, pc; /* gen 0: empty */
+	uint64_t used;		 /* the sample serial of its last get or put */
 	struct frame f;		 /* strings point into str */
 	size_t bytes;
 	char str[];
@@ -24,6 +25,7 @@ struct fc_entry {
 struct frame_cache {
 	struct fc_entry **slots;
 	size_t mask;
+	uint64_t serial; /* frame_cache__begin_sample */
 	struct frame_cache_stats stats;
 };
 
@@ -63,6 +65,27 @@ static struct fc_entry **slot_of(struct frame_cache *fc, uint64_t gen, uint64_t 
 }
 
 /* See frame_cache.h. */
+void frame_cache__begin_sample(struct frame_cache *fc)
+{
+	fc->serial++;
+}
+
+/* See frame_cache.h. */
+void frame_cache__prefetch(struct frame_cache *fc, uint64_t gen, const uint64_t *pcs, int n)
+{
+	for (int i = 0; i < n; i++)
+		__builtin_prefetch(slot_of(fc, gen, i ? pcs[i] - 1 : pcs[i]));
+	for (int i = 0; i < n; i++) {
+		const struct fc_entry *e = *slot_of(fc, gen, i ? pcs[i] - 1 : pcs[i]);
+
+		if (e) {
+			__builtin_prefetch(e);
+			__builtin_prefetch((const char *)e + 64);
+		}
+	}
+}
+
+/* See frame_cache.h. */
 bool frame_cache__get(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint64_t pc,
 		      struct frame *f)
 {
@@ -72,13 +95,14 @@ bool frame_cache__get(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint
 	if (!e || e->gen != gen || e->pc != pc || e->epoch != epoch)
 		return false;
 	fc->stats.hits++;
+	e->used = fc->serial;
 	*f = e->f;
 	return true;
 }
 
 /* See frame_cache.h. */
-void frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint64_t pc,
-		      const struct frame *f)
+bool frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint64_t pc,
+		      struct frame *f)
 {
 	struct fc_entry **slot = slot_of(fc, gen, pc), *e;
 	size_t nlen = f->function ? strnlen(f->function, FC_MAX_STR + 1) : 0;
@@ -86,11 +110,16 @@ void frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint
 	size_t bytes = sizeof(*e) + nlen + 1 + flen + 1;
 
 	if (nlen > FC_MAX_STR || flen > FC_MAX_STR)
-		return;
+		return false;
 	e = *slot;
+	if (e && e->used == fc->serial) {
+		/* its strings are in a frame of this sample */
+		fc->stats.busy++;
+		return false;
+	}
 	if (fc->stats.bytes - (e ? e->bytes : 0) + bytes > FC_MAX_BYTES) {
 		fc->stats.full++;
-		return;
+		return false;
 	}
 	if (e)
 		fc->stats.bytes -= e->bytes;
@@ -98,18 +127,22 @@ void frame_cache__put(struct frame_cache *fc, uint64_t gen, uint64_t epoch, uint
 		free(e);
 		*slot = e = malloc(bytes);
 		if (!e)
-			return;
+			return false;
 		e->bytes = bytes;
 	}
 	fc->stats.bytes += e->bytes;
 	e->gen = gen;
 	e->epoch = epoch;
 	e->pc = pc;
+	e->used = fc->serial;
 	e->f = *f;
 	memcpy(e->str, f->function ? f->function : "", nlen + 1);
 	memcpy(e->str + nlen + 1, f->file ? f->file : "", flen + 1);
 	e->f.function = f->function ? e->str : NULL;
 	e->f.file = f->file ? e->str + nlen + 1 : NULL;
+	f->function = e->f.function;
+	f->file = e->f.file;
+	return true;
 }
 
 /* See frame_cache.h. */

@@ -229,19 +229,40 @@ static bool resolve_native(struct pipeline *pl, struct proc *p, uint64_t pc, str
 	return true;
 }
 
+/*
+ * The frame ident of p's native frames named at symbol epoch: what a frame says is fixed by
+ * (maps generation, epoch, pc), and the frame carries pc.
+ */
+static uint64_t native_ident(struct proc *p, uint64_t epoch)
+{
+	if (!p->ident || p->ident_epoch != epoch) {
+		p->ident = frame__new_ident();
+		p->ident_epoch = epoch;
+	}
+	return p->ident;
+}
+
 /* Names one native frame; pc is already adjusted to point into the call instruction. */
 static void symbolize_native(struct pipeline *pl, struct proc *p, uint64_t pc, struct frame *f)
 {
 	uint64_t epoch = symcache__epoch(pl->syms); /* (names may get better: debuginfod) */
+	bool final = frame_cache__get(pl->fcache, p->gen, epoch, pc, f), kept = final;
 
 	pl->frames_total++;
-	if (!frame_cache__get(pl->fcache, p->gen, epoch, pc, f) && resolve_native(pl, p, pc, f))
-		frame_cache__put(pl->fcache, p->gen, symcache__epoch(pl->syms), pc, f);
+	if (!final && resolve_native(pl, p, pc, f)) {
+		final = true;
+		epoch = symcache__epoch(pl->syms);
+		kept = frame_cache__put(pl->fcache, p->gen, epoch, pc, f);
+	}
+	/* (not final: the file's index is being built, the frame may be named later) */
+	f->ident = final ? native_ident(p, epoch) : 0;
 	if (!f->function) {
 		pl->frames_unsym++;
 		return;
 	}
-	/* the caches' strings live until their next lookup: the sample keeps copies */
+	/* the frame cache's strings last the sample; the symbol cache's until its next lookup */
+	if (kept)
+		return;
 	f->function = arena_copy(pl, f->function);
 	if (f->file)
 		f->file = arena_copy(pl, f->file);
@@ -603,6 +624,7 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 	int n, nu = 0, phase;
 
 	pl->names_used = 0;
+	frame_cache__begin_sample(pl->fcache);
 	pl->sym_missing = false;
 	memcpy(thread_name, s->comm, MLPROF_COMM_LEN);
 	thread_name[MLPROF_COMM_LEN] = '\0';
@@ -616,6 +638,7 @@ static int emit_stage(struct pipeline *pl, const struct unwound *u, int64_t valu
 		const char *why;
 
 		if (p) {
+			frame_cache__prefetch(pl->fcache, p->gen, u->pcs, u->nu);
 			for (int i = 0; i < u->nu; i++) {
 				uint64_t pc = i == 0 ? u->pcs[i] : u->pcs[i] - 1;
 
@@ -738,6 +761,7 @@ static const char *count_name(struct pipeline *pl, uint32_t pid, uint32_t kind, 
 				s.aux[1] = MLPROF_CUDA_RT;
 		}
 		pl->names_used = 0;
+		frame_cache__begin_sample(pl->fcache);
 		kernel_frame(pl, p, &s, &f);
 		name = f.function;
 		pl->force_emit = force;

@@ -41,7 +41,17 @@ struct frame {
 	const char *function;		 /* demangled function name, or NULL */
 	const char *file;		 /* source file, or NULL */
 	const struct frame_mapping *map; /* NULL for kernel/python/synthetic frames */
-	uint64_t inline_depth;		 /* reserved: 0 */
+	/*
+	 * The producer's identity for what the frame says, 0 when it gives none: frames of one
+	 * kind with equal non-zero ident, addr and line have equal function, file, start_line
+	 * and map (the same struct, its contents unchanged). An ident is never given to other
+	 * contents (frame__new_ident), so the profile can remember a frame's location by it
+	 * instead of hashing and comparing its strings.
+	 */
+	uint64_t ident;
 };
+
+/* A new frame ident, unique in this process (thread-safe, never 0). */
+uint64_t frame__new_ident(void);
 
 #endif

@@ -82,6 +82,21 @@ struct map_memo {
 	uint32_t id;
 };
 
+/*
+ * Location ids remembered by frame ident (frame.h): a frame seen before skips the hashing
+ * and comparing of its strings. Direct-mapped; it starts small (a profile per service and
+ * window in the agent) and doubles while more frames overwrite its slots than it has, up
+ * to LOC_MEMO_MAX_SLOTS, within the profile's byte bound (counted in profile__bytes).
+ */
+#define LOC_MEMO_MIN_SLOTS 512
+#define LOC_MEMO_MAX_SLOTS 16384
+
+struct loc_memo {
+	uint64_t ident, addr;
+	uint32_t line, kind;
+	uint32_t id; /* 0: empty */
+};
+
 struct profile {
 	struct profile_config cfg;
 	int n_types;
@@ -105,6 +120,8 @@ struct profile {
 	struct location *locs;
 	uint32_t n_locs, cap_locs;
 	struct htab loc_idx;
+	struct loc_memo *loc_memo; /* LOC_MEMO_* above; NULL until a frame has an ident */
+	uint32_t loc_memo_slots, loc_memo_overwrites;
 
 	struct sample *samples;
 	uint32_t n_samples, cap_samples;
@@ -446,8 +463,57 @@ static const char *default_name(const struct frame *f)
 	}
 }
 
+/* Whether bytes more of memo keep it within a sixteenth of the profile's bound, and under it. */
+static bool memo_fits(const struct profile *p, size_t bytes)
+{
+	size_t memo = p->loc_memo_slots * sizeof(*p->loc_memo);
+
+	return !p->cfg.max_bytes || ((memo + bytes) * 16 <= p->cfg.max_bytes &&
+				     profile__bytes(p) + bytes <= p->cfg.max_bytes);
+}
+
+/* The memo slot of a frame with an ident; NULL when there is no memo (no memory, no room). */
+static struct loc_memo *loc_memo_slot(struct profile *p, const struct frame *f)
+{
+	uint64_t h;
+
+	if (!p->loc_memo) {
+		size_t bytes = LOC_MEMO_MIN_SLOTS * sizeof(*p->loc_memo);
+
+		if (!memo_fits(p, bytes))
+			return NULL;
+		p->loc_memo = calloc(LOC_MEMO_MIN_SLOTS, sizeof(*p->loc_memo));
+		if (!p->loc_memo)
+			return NULL;
+		p->loc_memo_slots = LOC_MEMO_MIN_SLOTS;
+	}
+	h = mix64(mix64(mix64(f->ident, f->addr), f->line), (uint64_t)f->kind);
+	return &p->loc_memo[fold32(h) & (p->loc_memo_slots - 1)];
+}
+
+/* Remembers id for f in slot m (from loc_memo_slot), growing the memo when it thrashes. */
+static void loc_memo_put(struct profile *p, struct loc_memo *m, const struct frame *f, uint32_t id)
+{
+	if (m->id && ++p->loc_memo_overwrites > p->loc_memo_slots &&
+	    p->loc_memo_slots < LOC_MEMO_MAX_SLOTS) {
+		size_t bytes = 2 * (size_t)p->loc_memo_slots * sizeof(*m);
+		struct loc_memo *nm;
+
+		p->loc_memo_overwrites = 0;
+		/* (what it held is dropped: refilled by the next frames) */
+		if (memo_fits(p, bytes - bytes / 2) &&
+		    (nm = calloc(2 * (size_t)p->loc_memo_slots, sizeof(*nm)))) {
+			free(p->loc_memo);
+			p->loc_memo = nm;
+			p->loc_memo_slots *= 2;
+			m = loc_memo_slot(p, f);
+		}
+	}
+	*m = (struct loc_memo){f->ident, f->addr, f->line, (uint32_t)f->kind, id};
+}
+
 /* Resolves a frame to a location id; 0 if absent (lookup) or on error (*err set). */
-static uint32_t loc_get(struct profile *p, const struct frame *f, bool insert, int *err)
+static uint32_t loc_get_slow(struct profile *p, const struct frame *f, bool insert, int *err)
 {
 	bool by_addr = (f->kind == FRAME_NATIVE || f->kind == FRAME_KERNEL) && f->addr;
 	const char *fname = f->function ? f->function : default_name(f);
@@ -512,6 +578,21 @@ static uint32_t loc_get(struct profile *p, const struct frame *f, bool insert, i
 	}
 	htab_insert(&p->loc_idx, h, p->n_locs);
 	return p->n_locs;
+}
+
+/* loc_get_slow, through the memo for frames with an ident. */
+static uint32_t loc_get(struct profile *p, const struct frame *f, bool insert, int *err)
+{
+	struct loc_memo *m = f->ident ? loc_memo_slot(p, f) : NULL;
+	uint32_t id;
+
+	if (m && m->id && m->ident == f->ident && m->addr == f->addr && m->line == f->line &&
+	    m->kind == (uint32_t)f->kind)
+		return m->id;
+	id = loc_get_slow(p, f, insert, err);
+	if (m && id)
+		loc_memo_put(p, m, f, id);
+	return id;
 }
 
 /* ---- samples ---- */
@@ -703,6 +784,13 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames, co
 	if (!ids)
 		return -ENOMEM;
 
+	/* the memo's slots are cold (a sample comes every few ms): their misses overlap */
+	for (int i = 0; i < n_frames; i++) {
+		struct loc_memo *m = frames[i].ident ? loc_memo_slot(p, &frames[i]) : NULL;
+
+		if (m)
+			__builtin_prefetch(m);
+	}
 	/* Pass 1: lookup only, so a full profile can still merge into existing samples. */
 	for (int i = 0; i < n_frames; i++) {
 		ids[i] = loc_get(p, &frames[i], false, &err);
@@ -813,6 +901,7 @@ void profile__free(struct profile *p)
 	free(p->func_idx.slots);
 	free(p->locs);
 	free(p->loc_idx.slots);
+	free(p->loc_memo);
 	free(p->samples);
 	free(p->sample_idx.slots);
 	free(p->loc_ids);
@@ -862,7 +951,7 @@ size_t profile__bytes(const struct profile *p)
 	       p->cap_maps * sizeof(*p->maps) + p->cap_funcs * sizeof(*p->funcs) +
 	       p->cap_locs * sizeof(*p->locs) + p->cap_samples * sizeof(*p->samples) +
 	       p->cap_loc_ids * sizeof(*p->loc_ids) + p->cap_labels * sizeof(*p->labels) +
-	       p->cap_values * sizeof(*p->values);
+	       p->cap_values * sizeof(*p->values) + p->loc_memo_slots * sizeof(*p->loc_memo);
 }
 
 int profile__for_each_sample(const struct profile *p, profile_sample_cb cb, void *ctx)

@@ -322,6 +322,7 @@ static void install_maps(struct proc_cache *pc, struct proc_entry *e, struct map
 	e->p.maps = ms ? ms->maps : NULL;
 	e->p.n_maps = ms ? ms->n : 0;
 	e->p.gen = ++pc->gen;
+	e->p.ident = 0;
 	e->last_hit = 0;
 	memset(e->gaps, 0, sizeof(e->gaps));
 	e->maps_valid = ms != NULL;

@@ -61,6 +61,14 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
  * libunwind (whose register-state cache takes a lock and two sigprocmask calls a step).
  */
 #define RULE_SLOTS 65536
+/*
+ * Simple rules again by (maps generation, pc), direct-mapped: a frame seen before is stepped
+ * with one lookup, without finding its mapping and object first (a generation is unique and
+ * its mappings never change, so neither does the rule of one of its pcs).
+ */
+#define STEP_SLOTS 32768
+/* Pcs of the last unwind remembered for prefetching. */
+#define LAST_PCS 128
 /* Bound on the translated .debug_frame images and indexes held by all tables together. */
 #define MAX_DEBUG_FRAME_TOTAL (256ull << 20)
 
@@ -89,9 +97,21 @@ struct rule_slot {
 	struct cfi_rule r;
 };
 
+/* A CFI_RULE rule cached by (gen, pc); gen 0: empty. */
+struct step_slot {
+	uint64_t gen, pc;
+	struct cfi_rule r;
+};
+
 struct unwinder {
 	struct proc_cache *pc;
 	struct rule_slot *rules; /* RULE_SLOTS */
+	struct step_slot *steps; /* STEP_SLOTS */
+	/* the last fast-path unwind: its slots are prefetched for the next one (see
+	 * unwinder__unwind) */
+	uint64_t last_gen, last_depth;
+	uint64_t last_pcs[LAST_PCS];
+	int last_n;
 	struct uw_space spaces[MAX_SPACES];
 	size_t nspaces;
 	struct unwind_table *tables[MAX_TABLES];
@@ -486,9 +506,11 @@ struct unwinder *unwinder__new(struct proc_cache *pc)
 	u->pc = pc;
 	u->fp = unwind_fp__new();
 	u->rules = calloc(RULE_SLOTS, sizeof(*u->rules));
-	if (!u->fp || !u->rules) {
+	u->steps = calloc(STEP_SLOTS, sizeof(*u->steps));
+	if (!u->fp || !u->rules || !u->steps) {
 		unwind_fp__free(u->fp);
 		free(u->rules);
+		free(u->steps);
 		free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -522,6 +544,7 @@ void unwinder__free(struct unwinder *u)
 		unwind_table__free(u->tables[i]);
 	unwind_fp__free(u->fp);
 	free(u->rules);
+	free(u->steps);
 	free(u);
 }
 
@@ -663,24 +686,53 @@ static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupte
 
 	for (;;) {
 		uint64_t pc = interrupted ? r->ip : r->ip - 1, cfa, ra, bp = r->bp;
-		const struct proc_map *m = proc_cache__find_map(u->pc, call->p, pc);
-		struct uw_obj *o = m ? obj_for_map(call, m) : NULL;
+		uint64_t h = (pc ^ (call->p->gen * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+		struct step_slot *ss = &u->steps[(h >> 40) % STEP_SLOTS];
+		const struct proc_map *m;
 		const struct cfi_rule *rule;
+		struct uw_obj *o;
 
-		if (!o || !o->t->ok)
+		if (ss->gen == call->p->gen && ss->pc == pc)
+			goto step;
+		m = proc_cache__find_map(u->pc, call->p, pc);
+		o = m ? obj_for_map(call, m) : NULL;
+		if (!o || !o->t->ok) {
 			return false;
+		}
 		rule = rule_get(u, o->t, pc - o->bias);
+		if (rule->kind == CFI_RULE)
+			*ss = (struct step_slot){call->p->gen, pc, *rule};
 		if (rule->kind == CFI_END) {
 			*end = UNWIND_END_COMPLETE;
 			return true;
 		}
-		if (rule->kind != CFI_RULE)
+		if (rule->kind == CFI_NONE && !table_debug_frame(u, o->t)) {
+			/*
+			 * No CFI covers pc (MKL's kernels, hand-written assembly): what libunwind's
+			 * failed lookup leads to, without its cursor set-up: _start ends the
+			 * stack, else frame pointers or a scan find the caller.
+			 */
+			if (o->t->entry && pc - o->bias >= o->t->entry &&
+			    pc - o->bias - o->t->entry < ENTRY_SPAN) {
+				*end = UNWIND_END_COMPLETE;
+				return true;
+			}
+			if (!fp_fallback(call, r, interrupted, pcs, n, max, end))
+				return true;
+			interrupted = false;
+			continue;
+		}
+		if (rule->kind != CFI_RULE) {
 			return false;
+		}
+	step:
+		rule = &ss->r;
 		cfa = (rule->cfa_rbp ? r->bp : r->sp) + (uint64_t)(int64_t)rule->cfa_off;
 		if (cfa <= r->sp || !fp_stack__word(&stack, cfa - 8, &ra) ||
 		    (rule->rbp_saved &&
-		     !fp_stack__word(&stack, cfa + (uint64_t)(int64_t)rule->rbp_off, &bp)))
+		     !fp_stack__word(&stack, cfa + (uint64_t)(int64_t)rule->rbp_off, &bp))) {
 			return false;
+		}
 		u->stats.fast_frames++;
 		if (!ra) {
 			*end = UNWIND_END_COMPLETE;
@@ -746,12 +798,33 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 		*end = finish(u, UNWIND_END_BAD_FRAME, n);
 		return n;
 	}
+	/*
+	 * A sample comes every few milliseconds and finds the step slots and its stack copy
+	 * cold, and each frame's lookup waits for the one before: the slots of the last unwind
+	 * of the process (consecutive samples mostly share their outer frames) and the stack
+	 * copy up to its depth are fetched at once first.
+	 */
+	if (u->last_gen == p->gen) {
+		for (int i = 0; i < u->last_n; i++) {
+			uint64_t pc = i ? u->last_pcs[i] - 1 : u->last_pcs[i];
+			uint64_t h =
+				(pc ^ (p->gen * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+			__builtin_prefetch(&u->steps[(h >> 40) % STEP_SLOTS]);
+		}
+		for (uint64_t off = 0; off < u->last_depth && off < s->ustack_len; off += 64)
+			__builtin_prefetch(s->ustack + off);
+	}
 	/* the fast path first: cached rules, libunwind only where a frame needs it */
 	fr = (struct fp_regs){s->regs[MLPROF_REG_IP], s->regs[MLPROF_REG_SP],
 			      s->regs[MLPROF_REG_BP]};
 	pcs[n++] = fr.ip;
 	if (fast_unwind(&call, &fr, true, pcs, &n, max, end)) {
 		finish(u, *end, n);
+		u->last_gen = p->gen;
+		u->last_n = n < LAST_PCS ? n : LAST_PCS;
+		memcpy(u->last_pcs, pcs, (size_t)u->last_n * sizeof(*pcs));
+		u->last_depth = fr.sp - call.stack_lo;
 		return n;
 	}
 	ret = n > 1 ? resume_at(&call, &cursor, resume_regs, &fr)

@@ -10,8 +10,13 @@
  * tells mlprof that this process's backward passes run on the GPU) and burns CPU in
  * worker_burn(); between passes the worker waits for the next one.
  *
- * Usage: autograd_engine [PASSES [MS]] (default 40 passes of 25 ms). Waits 300 ms first
- * (mlprof attaches its probes to this executable as it starts). Prints one JSON line.
+ * With a third argument "cpu", Engine::execute burns the CPU itself on the calling thread
+ * (in caller_burn(), as CPU-only PyTorch runs a backward pass): mlprof's return probe on it
+ * is pending meanwhile, the caller's return address on the stack replaced by the uprobe
+ * trampoline.
+ *
+ * Usage: autograd_engine [PASSES [MS [cpu]]] (default 40 passes of 25 ms). Waits 300 ms
+ * first (mlprof attaches its probes to this executable as it starts). Prints one JSON line.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -20,7 +25,7 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int pending, done, quit;
+static int pending, done, quit, on_caller;
 static long pass_ms = 25;
 static volatile unsigned long sink;
 
@@ -52,6 +57,12 @@ static __attribute__((noinline)) void worker_burn(long ms)
 	sink = x;
 }
 
+static __attribute__((noinline)) void caller_burn(long ms)
+{
+	worker_burn(ms);
+	__asm__ volatile("" ::: "memory"); /* (no tail call: this frame stays) */
+}
+
 static void *worker_main(void *arg)
 {
 	(void)arg;
@@ -81,6 +92,11 @@ engine_execute(void) __asm__("_ZN5torch8autograd6Engine7executeERKSt6vectorINS0_
 			     "EERKS2_IN2at6TensorESaIS9_EEbbbS7_");
 void engine_execute(void)
 {
+	if (on_caller) {
+		caller_burn(pass_ms);
+		__asm__ volatile("" ::: "memory");
+		return;
+	}
 	pthread_mutex_lock(&mu);
 	pending = 1;
 	done = 0;
@@ -103,6 +119,7 @@ int main(int argc, char **argv)
 
 	if (argc > 2)
 		pass_ms = atol(argv[2]);
+	on_caller = argc > 3 && argv[3][0] == 'c';
 	nanosleep(&w, NULL);
 	if (pthread_create(&th, NULL, worker_main, NULL))
 		return 1;
@@ -113,6 +130,7 @@ int main(int argc, char **argv)
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
 	pthread_join(th, NULL);
-	printf("{\"passes\": %d, \"pass_ms\": %ld}\n", passes, pass_ms);
+	printf("{\"passes\": %d, \"pass_ms\": %ld, \"on_caller\": %d}\n", passes, pass_ms,
+	       on_caller);
 	return 0;
 }

@@ -619,6 +619,32 @@ class AutogradWorker(unittest.TestCase):
         self.assertGreater(int(m.group(2)), 40, self.rec.ctx())
 
 
+class PendingReturnProbe(unittest.TestCase):
+    """autograd_engine 40 25 cpu: Engine::execute burns the CPU on the calling thread (as
+    CPU-only PyTorch runs a backward pass) while mlprof's return probe on it is pending: the
+    caller's return address on the stack is the uprobe trampoline, and an unwind of the
+    stack copy ended there (Engine::execute the outermost frame: PyTorch's loop lost the
+    Python frames of every backward sample). The capture puts the original addresses back
+    (the task's return instances): >= 95% of the samples in caller_burn reach main."""
+
+    def test_callers_past_the_trampoline(self):
+        exe = os.path.join(CUDA_DIR, "autograd_engine")
+        need(self, exe)
+        RAN.append("pending-uretprobe")
+        rec = Recorded("uret", [], [exe, "40", "25", "cpu"])
+        self.assertEqual(rec.js[0]["on_caller"], 1, rec.ctx())
+        st = load(rec.base + ".pb.gz")
+        engine = re.compile(r"torch::autograd::Engine::execute\(.*")
+        # run_backward tail-calls Engine::execute: main is its caller's frame
+        chain = ["worker_burn", "caller_burn", engine, "main"]
+        work = [(n, v) for n, v, l in st if n and n[0] == "worker_burn"]
+        got = sum(v[0] for n, v in work)
+        under = sum(v[0] for n, v in work if chain_ok(n, chain))
+        self.assertGreaterEqual(got, 40, "samples in caller_burn%s" % rec.ctx())
+        self.assertGreaterEqual(under / got, 0.95, "%s%s" % (
+            [n for n, v in work if not chain_ok(n, chain)][:3], rec.ctx()))
+
+
 class RuntimeOverDriver(unittest.TestCase):
     """drv_triton rt 400: a CUDA runtime (the fake_rt_over_drv.c test double) whose every
     cudaLaunchKernel makes one cuLaunchKernel on the same thread, as cudart does on a GPU

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Unit tests for the in-memory profile: interning, merging, labels, memory bound, names. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -291,6 +292,108 @@ static void test_many(void)
 	profile__free(p);
 }
 
+/* Each sample's location names joined, in sample order (a profile's whole content). */
+struct names_of {
+	const struct profile *p;
+	char *out;
+	size_t used, cap;
+};
+
+static int append_names(const struct profile_sample_view *s, void *ctx)
+{
+	struct names_of *no = ctx;
+	char buf[128];
+
+	for (int i = 0; i < s->n_locations; i++) {
+		const char *n = profile__location_name(no->p, s->location_ids[i], buf, sizeof(buf));
+		int w = snprintf(no->out + no->used, no->cap - no->used, "%s;", n);
+
+		if (w < 0 || (size_t)w >= no->cap - no->used)
+			return -1;
+		no->used += (size_t)w;
+	}
+	no->used += (size_t)snprintf(no->out + no->used, no->cap - no->used, "=%lld\n",
+				     (long long)s->values[0]);
+	return 0;
+}
+
+/*
+ * Frames with idents (frame.h) go through the location memo: the same profile as without
+ * them, over enough distinct frames to overwrite the memo's first slots and grow it, with
+ * names in buffers rewritten between samples (the memo keys on idents, not pointers).
+ */
+static void test_idents(void)
+{
+	struct profile_config c = cfg(0);
+	struct profile *plain = profile__new(&c), *memo = profile__new(&c);
+	struct frame_mapping m = {0x400000, 0x900000, 0, "/opt/app/bin/trainer", "0123abcd"};
+	struct names_of a = {plain, malloc(4u << 20), 0, 4u << 20};
+	struct names_of b = {memo, malloc(4u << 20), 0, 4u << 20};
+	int64_t v[2] = {1, 10};
+	char fn[32], nat[32];
+	char buf[128];
+	int err = 0;
+
+	CHECK(a.out && b.out, "buffers");
+	for (int r = 0; r < 3; r++) {
+		for (int i = 0; i < 3000 && !err; i++) {
+			struct frame f[2] = {
+				{.kind = FRAME_NATIVE,
+				 .addr = 0x400000 + 16u * (unsigned)i,
+				 .function = nat,
+				 .map = &m},
+				{.kind = FRAME_PYTHON,
+				 .function = fn,
+				 .file = "loop.py",
+				 .start_line = 10,
+				 .line = 10 + (uint32_t)(i % 13)},
+			};
+
+			snprintf(nat, sizeof(nat), "native_%d", i);
+			snprintf(fn, sizeof(fn), "step_%d", i % 700);
+			err = profile__add(plain, f, 2, v, NULL, 0);
+			f[0].ident = 7; /* one maps generation: by address */
+			f[1].ident = 100 + (uint64_t)(i % 700); /* one per function */
+			err = err ?: profile__add(memo, f, 2, v, NULL, 0);
+		}
+	}
+	CHECK_INT(err, 0);
+	CHECK_INT(profile__n_samples(memo), profile__n_samples(plain));
+	CHECK_INT(profile__n_locations(memo), profile__n_locations(plain));
+	CHECK_INT(profile__n_functions(memo), profile__n_functions(plain));
+	CHECK_INT(profile__total(memo, 0), 9000);
+	CHECK_INT(profile__for_each_sample(plain, append_names, &a), 0);
+	CHECK_INT(profile__for_each_sample(memo, append_names, &b), 0);
+	CHECK(a.used == b.used && !memcmp(a.out, b.out, a.used), "same samples, same names");
+	CHECK(profile__bytes(memo) >= profile__bytes(plain) + 1024 * 24,
+	      "the memo grew past its first 512 slots");
+
+	/* an unnamed frame remembered by its ident, then named under another (a debug file
+	 * came): the location is named, and the first ident finds it named */
+	struct frame u = {.kind = FRAME_NATIVE, .addr = 0x8f0000, .map = &m, .ident = 900};
+	struct frame nm = u;
+	struct collected col = {0};
+
+	nm.function = "late_name";
+	nm.ident = 901;
+	CHECK_INT(profile__add(memo, &u, 1, v, NULL, 0), 0);
+	CHECK_INT(profile__add(memo, &nm, 1, v, NULL, 0), 0);
+	CHECK_INT(profile__add(memo, &u, 1, v, NULL, 0), 0);
+	profile__free(plain);
+	plain = profile__new(&c);
+	CHECK_INT(profile__add(plain, &nm, 1, v, NULL, 0), 0);
+	profile__for_each_sample(plain, collect, &col);
+	CHECK_INT(col.n, 1);
+	CHECK_STR(profile__location_name(plain, col.locs[0][0], buf, sizeof(buf)), "late_name");
+	b.used = 0;
+	CHECK_INT(profile__for_each_sample(memo, append_names, &b), 0);
+	CHECK(strstr(b.out, "late_name;=3\n") != NULL, "the three samples on one named location");
+	free(a.out);
+	free(b.out);
+	profile__free(plain);
+	profile__free(memo);
+}
+
 int main(void)
 {
 	test_merge_and_share();
@@ -298,5 +401,6 @@ int main(void)
 	test_memory_bound();
 	test_names();
 	test_many();
+	test_idents();
 	return check_done("profile");
 }

@@ -476,6 +476,7 @@ int python__frames(struct python *py, struct proc *p, const struct mlprof_py_fra
 					 pf[i].validator, pf[i].instr, &cf) == 0) {
 			f->function = cf.name;
 			f->file = cf.file;
+			f->ident = cf.ident;
 			f->line = cf.line > 0 ? (uint32_t)cf.line : 0;
 			f->start_line = cf.first_line > 0 ? (uint32_t)cf.first_line : 0;
 			py->stats.frames++;

@@ -12,6 +12,7 @@
 
 #include <mlprof/python.h>
 
+#include "profile/frame.h"
 #include "runtimes/python/pyline.h"
 #include "runtimes/python/python_layout.h"
 #include "util/lru.h"
@@ -43,6 +44,7 @@ struct pc_entry {
 	int fail;	 /* 0, or a -errno the lookup keeps returning */
 	int fail_reason; /* enum pycode_fail, with fail */
 	char *name, *file;
+	uint64_t ident; /* frame ident of (name, file, first_line): frame__new_ident */
 	int first_line;
 	int minor;
 	uint16_t adaptive;
@@ -461,8 +463,11 @@ int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t gen,
 		out->fail = e->fail == -ENOMEM ? PYCODE_FAIL_NOMEM : e->fail_reason;
 		return e->fail;
 	}
+	if (!e->ident)
+		e->ident = frame__new_ident();
 	out->name = e->name;
 	out->file = e->file;
+	out->ident = e->ident;
 	out->first_line = e->first_line;
 	out->line = entry_line(pc, e, instr);
 	evict(pc); /* after the line: a table kept just now counts */

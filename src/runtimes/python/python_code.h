@@ -36,9 +36,10 @@ struct pycode_stats {
 struct pycode_frame {
 	const char *name; /* co_qualname (3.11+) / co_name (3.10), UTF-8 */
 	const char *file; /* co_filename, UTF-8 */
-	int first_line;	  /* co_firstlineno */
-	int line;	  /* line of the instruction, first_line when unknown */
-	int fail;	  /* enum pycode_fail, when the lookup failed */
+	uint64_t ident; /* the entry's frame ident (profile/frame.h): same name, file, first_line */
+	int first_line; /* co_firstlineno */
+	int line;	/* line of the instruction, first_line when unknown */
+	int fail;	/* enum pycode_fail, when the lookup failed */
 };
 
 /* Creates a cache holding at most max_bytes of decoded code objects. NULL with errno. */
