@@ -328,12 +328,16 @@ static __always_inline long stack_vma_get(struct task_struct *task, __u64 sp, bo
 static __always_inline void uret_restore(struct mlprof_sample *rec, struct task_struct *task,
 					 __u64 sp, __u64 len)
 {
-	struct return_instance *ri;
-	struct uprobe_task *ut;
+	struct return_instance *ri = NULL;
+	struct uprobe_task *ut = NULL;
 	__u64 tramp;
 	int i;
 
-	if (!bpf_core_field_exists(task->utask))
+	/* (every field checked: a relocation that fails in a kernel without one is not run) */
+	if (!bpf_core_field_exists(task->utask) || !bpf_core_field_exists(ut->return_instances) ||
+	    !bpf_core_field_exists(ri->stack) || !bpf_core_field_exists(ri->orig_ret_vaddr) ||
+	    !bpf_core_field_exists(ri->next) ||
+	    !bpf_core_field_exists(task->mm->uprobes_state.xol_area->vaddr))
 		return;
 	ut = BPF_CORE_READ(task, utask);
 	if (!ut)

@@ -1355,9 +1355,10 @@ void pipeline__free(struct pipeline *pl)
 
 		frame_cache__stats(pl->fcache, &fs);
 		pr_debug("frame cache: %llu lookups, %llu hits, %llu bytes, %llu puts over the "
-			 "bound",
+			 "bound, %llu into a slot the sample used",
 			 (unsigned long long)fs.lookups, (unsigned long long)fs.hits,
-			 (unsigned long long)fs.bytes, (unsigned long long)fs.full);
+			 (unsigned long long)fs.bytes, (unsigned long long)fs.full,
+			 (unsigned long long)fs.busy);
 	}
 	frame_cache__free(pl->fcache);
 	proc_cache__free(pl->procs);
