@@ -144,7 +144,12 @@ static __always_inline __u32 sampled(void)
  * launch failing before it reaches the driver, followed within a few ms by a direct driver
  * launch on the same thread, would leave that one uncounted.
  */
-#define RT_TO_DRV_TICKS 3 /* 3-12 ms (HZ 1000-250): room for a preemption in between */
+/*
+ * 25-100 ms (HZ 1000-250): room for a preemption in between. 3 ticks were too few on a
+ * loaded 2-vCPU CI machine (one of 400 runtime launches counted twice); the cost of a long
+ * window is only the rare failing runtime launch's case above.
+ */
+#define RT_TO_DRV_TICKS 25
 
 /* Per thread: jiffies of its last runtime kernel launch [0] and graph launch [1]. */
 struct rt_launch_mark {
