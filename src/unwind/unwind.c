@@ -656,6 +656,14 @@ static bool fp_fallback(struct uw_call *call, struct fp_regs *r, bool interrupte
 	}
 }
 
+/* The step-cache slot of pc in maps generation gen. */
+static struct step_slot *step_slot_of(struct unwinder *u, uint64_t gen, uint64_t pc)
+{
+	uint64_t h = (pc ^ (gen * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+	return &u->steps[(h >> 40) % STEP_SLOTS];
+}
+
 /* The rule of link-time address vaddr of t's file, evaluated once and cached. */
 static const struct cfi_rule *rule_get(struct unwinder *u, const struct unwind_table *t,
 				       uint64_t vaddr)
@@ -686,8 +694,7 @@ static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupte
 
 	for (;;) {
 		uint64_t pc = interrupted ? r->ip : r->ip - 1, cfa, ra, bp = r->bp;
-		uint64_t h = (pc ^ (call->p->gen * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-		struct step_slot *ss = &u->steps[(h >> 40) % STEP_SLOTS];
+		struct step_slot *ss = step_slot_of(u, call->p->gen, pc);
 		const struct proc_map *m;
 		const struct cfi_rule *rule;
 		struct uw_obj *o;
@@ -696,9 +703,8 @@ static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupte
 			goto step;
 		m = proc_cache__find_map(u->pc, call->p, pc);
 		o = m ? obj_for_map(call, m) : NULL;
-		if (!o || !o->t->ok) {
+		if (!o || !o->t->ok)
 			return false;
-		}
 		rule = rule_get(u, o->t, pc - o->bias);
 		if (rule->kind == CFI_RULE)
 			*ss = (struct step_slot){call->p->gen, pc, *rule};
@@ -722,17 +728,15 @@ static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupte
 			interrupted = false;
 			continue;
 		}
-		if (rule->kind != CFI_RULE) {
+		if (rule->kind != CFI_RULE)
 			return false;
-		}
 	step:
 		rule = &ss->r;
 		cfa = (rule->cfa_rbp ? r->bp : r->sp) + (uint64_t)(int64_t)rule->cfa_off;
 		if (cfa <= r->sp || !fp_stack__word(&stack, cfa - 8, &ra) ||
 		    (rule->rbp_saved &&
-		     !fp_stack__word(&stack, cfa + (uint64_t)(int64_t)rule->rbp_off, &bp))) {
+		     !fp_stack__word(&stack, cfa + (uint64_t)(int64_t)rule->rbp_off, &bp)))
 			return false;
-		}
 		u->stats.fast_frames++;
 		if (!ra) {
 			*end = UNWIND_END_COMPLETE;
@@ -805,13 +809,9 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 	 * copy up to its depth are fetched at once first.
 	 */
 	if (u->last_gen == p->gen) {
-		for (int i = 0; i < u->last_n; i++) {
-			uint64_t pc = i ? u->last_pcs[i] - 1 : u->last_pcs[i];
-			uint64_t h =
-				(pc ^ (p->gen * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-
-			__builtin_prefetch(&u->steps[(h >> 40) % STEP_SLOTS]);
-		}
+		for (int i = 0; i < u->last_n; i++)
+			__builtin_prefetch(
+				step_slot_of(u, p->gen, i ? u->last_pcs[i] - 1 : u->last_pcs[i]));
 		for (uint64_t off = 0; off < u->last_depth && off < s->ustack_len; off += 64)
 			__builtin_prefetch(s->ustack + off);
 	}
