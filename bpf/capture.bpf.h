@@ -323,7 +323,10 @@ static __always_inline long stack_vma_get(struct task_struct *task, __u64 sp, bo
  * trampoline (the task's xol area): an unwind of the copy would end there, losing every
  * caller (the Python frames of loss.backward()). The kernel keeps the original addresses
  * in the task's return instances; they are put back into the copy here, as perf does for
- * its callchains since 6.14.
+ * its callchains since 6.14. Only in the objects that define MLPROF_URET_RESTORE (the CPU
+ * and off-CPU samplers): its loop, inlined into every capturing program, costs the
+ * verifier ~0.45 s at start in all of them (the probes' own captures are taken at a
+ * function's entry, where its caller is still on the stack).
  */
 static __always_inline void uret_restore(struct mlprof_sample *rec, struct task_struct *task,
 					 __u64 sp, __u64 len)
@@ -452,7 +455,9 @@ static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_
 	}
 	if (rec->flags & MLPROF_SF_USTACK_CUT)
 		stat_inc(MLPROF_STAT_USTACK_CUT);
+#ifdef MLPROF_URET_RESTORE
 	uret_restore(rec, task, sp, len);
+#endif
 	return len;
 }
 

@@ -17,6 +17,9 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* CPU and off-CPU stacks taken inside a function with a pending return probe keep their
+ * callers (capture.bpf.h: uret_restore) */
+#define MLPROF_URET_RESTORE 1
 #include "record.bpf.h"
 
 #define TASK_RUNNING   0

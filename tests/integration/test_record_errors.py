@@ -149,7 +149,9 @@ class RecordErrors(unittest.TestCase):
         self.assertEqual(cp.returncode, 128 + 15, cp.stderr)
 
     def test_pid_mode_stops_when_target_exits(self):
-        wl = subprocess.Popen([os.path.join(WL_DIR, "wl_pie"), "split", "1.5", "50"],
+        # 4 s of work: mlprof's start (loading and verifying its BPF programs) takes 1-2.5 s
+        # on a loaded 2-vCPU CI machine, and a 1.5 s workload was sometimes gone before
+        wl = subprocess.Popen([os.path.join(WL_DIR, "wl_pie"), "split", "4", "50"],
                               stdout=subprocess.DEVNULL)
         out = os.path.join(self.dir, "p.pb.gz")
         cp = run(["record", "-p", str(wl.pid), "-d", "30", "-o", out])
