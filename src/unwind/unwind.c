@@ -67,8 +67,6 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
  * its mappings never change, so neither does the rule of one of its pcs).
  */
 #define STEP_SLOTS 32768
-/* Pcs of the last unwind remembered for prefetching. */
-#define LAST_PCS 128
 /* Bound on the translated .debug_frame images and indexes held by all tables together. */
 #define MAX_DEBUG_FRAME_TOTAL (256ull << 20)
 
@@ -107,11 +105,6 @@ struct unwinder {
 	struct proc_cache *pc;
 	struct rule_slot *rules; /* RULE_SLOTS */
 	struct step_slot *steps; /* STEP_SLOTS */
-	/* the last fast-path unwind: its slots are prefetched for the next one (see
-	 * unwinder__unwind) */
-	uint64_t last_gen, last_depth;
-	uint64_t last_pcs[LAST_PCS];
-	int last_n;
 	struct uw_space spaces[MAX_SPACES];
 	size_t nspaces;
 	struct unwind_table *tables[MAX_TABLES];
@@ -802,29 +795,12 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 		*end = finish(u, UNWIND_END_BAD_FRAME, n);
 		return n;
 	}
-	/*
-	 * A sample comes every few milliseconds and finds the step slots and its stack copy
-	 * cold, and each frame's lookup waits for the one before: the slots of the last unwind
-	 * of the process (consecutive samples mostly share their outer frames) and the stack
-	 * copy up to its depth are fetched at once first.
-	 */
-	if (u->last_gen == p->gen) {
-		for (int i = 0; i < u->last_n; i++)
-			__builtin_prefetch(
-				step_slot_of(u, p->gen, i ? u->last_pcs[i] - 1 : u->last_pcs[i]));
-		for (uint64_t off = 0; off < u->last_depth && off < s->ustack_len; off += 64)
-			__builtin_prefetch(s->ustack + off);
-	}
 	/* the fast path first: cached rules, libunwind only where a frame needs it */
 	fr = (struct fp_regs){s->regs[MLPROF_REG_IP], s->regs[MLPROF_REG_SP],
 			      s->regs[MLPROF_REG_BP]};
 	pcs[n++] = fr.ip;
 	if (fast_unwind(&call, &fr, true, pcs, &n, max, end)) {
 		finish(u, *end, n);
-		u->last_gen = p->gen;
-		u->last_n = n < LAST_PCS ? n : LAST_PCS;
-		memcpy(u->last_pcs, pcs, (size_t)u->last_n * sizeof(*pcs));
-		u->last_depth = fr.sp - call.stack_lo;
 		return n;
 	}
 	ret = n > 1 ? resume_at(&call, &cursor, resume_regs, &fr)
