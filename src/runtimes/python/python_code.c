@@ -437,6 +437,7 @@ int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t gen,
 		e->gen = gen;
 		e->code = code;
 		e->validator = validator;
+		e->ident = frame__new_ident();
 		for (int i = 0; i < MEMO_SLOTS; i++)
 			e->memo[i].addrq = INT64_MIN;
 		err = entry_fill(pc, e, l, code_type);
@@ -463,8 +464,6 @@ int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t gen,
 		out->fail = e->fail == -ENOMEM ? PYCODE_FAIL_NOMEM : e->fail_reason;
 		return e->fail;
 	}
-	if (!e->ident)
-		e->ident = frame__new_ident();
 	out->name = e->name;
 	out->file = e->file;
 	out->ident = e->ident;
