@@ -8,7 +8,8 @@
 # synchronize time (each step sleeps GPU_SLEEP_CYCLES, default 2000000, on the GPU); then
 # the same loop launch-bound (no GPU sleep, LAUNCH_STEPS steps) without and with `mlprof
 # record` (defaults, and each flag set of LAUNCH_VARIANTS, '|' between them), twice each,
-# for the slowdown on a launch-bound loop.
+# for the slowdown on a launch-bound loop. Every profiled run is stopped after RUN_TIMEOUT
+# seconds (default 180).
 #
 #   bench/gpu.sh bundle DIR    here: copy build/mlprof and the shared libraries it needs
 #                              that a bare GPU machine may lack into DIR, the binary's
@@ -55,11 +56,15 @@ run)
 		nm "$lib/libc10_cuda.so" 2> /dev/null | c++filt | grep -E 'NativeCachingAllocator::(malloc|free|allocate)|local_raw_delete' || true
 		nm "$lib/libtorch_cpu.so" 2> /dev/null | c++filt | grep -E 'profiler::record_function_(enter|exit)' || true
 	} > "$out/torch_symbols.txt" 2>&1
+	# each profiled run ends within RUN_TIMEOUT s (SIGTERM: mlprof writes what it has)
+	tmo=${RUN_TIMEOUT:-180}
 	echo "== without mlprof (GPU sleep per step)"
+	t0=$(now)
 	GPU_SLEEP_CYCLES=${GPU_SLEEP_CYCLES:-2000000} "$py" bench/gpuloop.py "$steps" | tee "$out/base.json"
+	echo "base wall (import included): $(since "$t0") s"
 	echo "== with mlprof record --cuda all --off-cpu"
 	t0=$(now)
-	GPU_SLEEP_CYCLES=${GPU_SLEEP_CYCLES:-2000000} "$mlprof" record --log-level info -F 99 \
+	GPU_SLEEP_CYCLES=${GPU_SLEEP_CYCLES:-2000000} timeout "$tmo" "$mlprof" record --log-level info -F 99 \
 		--cuda all --off-cpu -o "$out/gpu.pb.gz" -o "$out/gpu.html" -- \
 		"$py" bench/gpuloop.py "$steps" > "$out/prof.json" 2> "$out/record.err" || {
 		tail -40 "$out/record.err"
@@ -83,7 +88,7 @@ run)
 		for flags in "" "${variants[@]}"; do
 			t0=$(now)
 			# shellcheck disable=SC2086 # flags: words on purpose
-			GPU_SLEEP_CYCLES=0 "$mlprof" record -o "$out/lb$i.v$v.pb.gz" $flags -- "$py" \
+			GPU_SLEEP_CYCLES=0 timeout "$tmo" "$mlprof" record -o "$out/lb$i.v$v.pb.gz" $flags -- "$py" \
 				bench/gpuloop.py "$launch_steps" > "$out/lb_prof$i.v$v.json" \
 				2> "$out/lb_record$i.v$v.err" || tail -20 "$out/lb_record$i.v$v.err"
 			echo "mlprof $i [${flags:-defaults}]: wall $(since "$t0") s; $(cut -c1-80 "$out/lb_prof$i.v$v.json")"
@@ -105,7 +110,7 @@ for v in range(nv):
 PY
 	;;
 *)
-	sed -n '3,18p' "$0"
+	sed -n '3,20p' "$0"
 	exit 2
 	;;
 esac

@@ -58,7 +58,7 @@ def main():
             rows, lambda fr: fr and not fr[0]["name"].startswith("[cuda kernel"))))
         print("launch weight under the loop's Python frames: %s" % pct(*share(
             rows, lambda fr: any(f["file"].endswith(LOOP) for f in fr))))
-    rows = load(d, "cuda_sync", "lb1")  # the launch-bound run: .item() is its only sync
+    rows = load(d, "cuda_sync.v0", "lb1")  # the launch-bound run: .item() is its only sync
     if rows is not None:
         print("sync wait under the .item() line (%d), launch-bound run: %s" % (
             lines["item"], pct(*share(rows, lambda fr: at_line(fr, lines["item"])))))

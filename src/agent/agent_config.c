@@ -91,8 +91,8 @@ static const struct opt opts[] = {
 	       "samples per second per CPU (19 Hz keeps overhead well under 1%)", 0, 1, 1000),
 	O_UINT("upload-interval", upload_interval_s, "15", "SECONDS",
 	       "length of a profile window; one profile per series per window", 0, 1, 3600),
-	O_UINT("ustack-bytes", ustack_bytes, "32768", "BYTES", "user stack bytes copied per sample",
-	       0, 1024, 65536),
+	O_UINT("ustack-bytes", ustack_bytes, "65536", "BYTES", "user stack bytes copied per sample",
+	       0, 1024, 131072),
 	O_BOOL("kernel-frames", kernel_frames, "true", "include kernel frames in stacks", 0),
 	O_BOOL("off-cpu", offcpu, "false",
 	       "also profile off-CPU time (blocked or waiting for a CPU), pushed as the offcpu "

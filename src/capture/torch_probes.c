@@ -71,7 +71,7 @@ void torch_probes__free(struct torch_probes *tp)
 struct uprobe_link *torch_probes__attach(struct torch_probes *tp, const char *path,
 					 const struct torch_sites *sites)
 {
-	struct uprobe_target t[4] = {
+	struct uprobe_target t[2 + TORCH_COMM_SITES] = {
 		{.off = sites->enter_off,
 		 .cookie = sites->enter_rec ? MLPROF_TP_ENTER_REC : MLPROF_TP_ENTER,
 		 .ret = !sites->enter_rec},
@@ -79,7 +79,7 @@ struct uprobe_link *torch_probes__attach(struct torch_probes *tp, const char *pa
 	};
 	int n = 2;
 
-	for (int i = 0; i < sites->n_comm && i < 2; i++)
+	for (int i = 0; i < sites->n_comm && i < TORCH_COMM_SITES; i++)
 		t[n++] = (struct uprobe_target){
 			.off = sites->comm_off[i], .cookie = MLPROF_TP_COMM, .ret = true};
 	return uprobe_link__attach(tp->skel->progs.torch_entry, tp->skel->progs.torch_return,

@@ -16,12 +16,17 @@ struct uprobe_link;
 struct torch_probes *torch_probes__new(struct sampler *s);
 void torch_probes__free(struct torch_probes *tp);
 
+/* Collective calls and waits for them probed at most (comm_off). */
+#define TORCH_COMM_SITES 96
+
 /* Where a libtorch_cpu file's scopes open and close (file offsets). */
 struct torch_sites {
-	uint64_t enter_off;   /* record_function_enter (enter_rec) or record_function_enter_new */
-	bool enter_rec;	      /* ... the first: an entry probe alone (else with its return) */
-	uint64_t end_off;     /* an instruction with the closing RecordFunction in rdi */
-	uint64_t comm_off[2]; /* waits for collectives, probed with their returns */
+	uint64_t enter_off; /* record_function_enter (enter_rec) or record_function_enter_new */
+	bool enter_rec;	    /* ... the first: an entry probe alone (else with its return) */
+	uint64_t end_off;   /* an instruction with the closing RecordFunction in rdi */
+	/* collective calls (c10d's dispatcher ops, any backend) and waits for them (Work::wait,
+	 * DDP's finalize_backward), probed with their returns */
+	uint64_t comm_off[TORCH_COMM_SITES];
 	int n_comm;
 };
 

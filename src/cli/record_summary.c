@@ -479,6 +479,15 @@ void record_summary__print(const struct record_summary *rs)
 			"memory could not be read\n",
 			(unsigned long long)ps.bpf[MLPROF_STAT_USTACK_ERR]);
 	print_fp_fallback(&ps);
+	if (ps.proc_lookups_failed)
+		pr_info("maps: %llu code addresses in no mapping known (maps read %llu times, %llu "
+			"found unchanged; %llu answered by PROCMAP_QUERY: no code there, %llu in "
+			"stretches known to hold none)",
+			(unsigned long long)ps.proc_lookups_failed,
+			(unsigned long long)ps.proc_maps_reads,
+			(unsigned long long)ps.proc_rereads_unchanged,
+			(unsigned long long)ps.proc_misses_checked,
+			(unsigned long long)ps.proc_misses_in_gaps);
 	print_python_health(&ps);
 	if (prof[MLPROF_SK_OFFCPU])
 		print_offcpu(&ps, prof[MLPROF_SK_OFFCPU]);

@@ -1466,6 +1466,11 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	out->proc_evictions = ps.proc_evictions;
 	out->proc_bytes = ps.bytes;
 	out->proc_maps_truncated = ps.maps_truncated;
+	out->proc_lookups_failed = ps.lookups_failed;
+	out->proc_maps_reads = ps.maps_reads;
+	out->proc_rereads_unchanged = ps.rereads_unchanged;
+	out->proc_misses_checked = ps.misses_checked;
+	out->proc_misses_in_gaps = ps.misses_in_gaps;
 	out->elf_files = ps.elf_files;
 	if (pl->py)
 		python__stats(pl->py, &out->python);

@@ -123,7 +123,11 @@ struct pipeline_stats {
 	uint64_t procs_cached, proc_evictions, elf_files;
 	uint64_t proc_bytes;	      /* process cache map sets now (bounded) */
 	uint64_t proc_maps_truncated; /* maps reads cut by the per-process bounds */
-	struct python_stats python;   /* zero when Python frames are off */
+	/* code addresses in no known mapping, maps re-read for them (and found unchanged),
+	 * answered by PROCMAP_QUERY without a re-read, in stretches known to hold no code */
+	uint64_t proc_lookups_failed, proc_maps_reads, proc_rereads_unchanged;
+	uint64_t proc_misses_checked, proc_misses_in_gaps;
+	struct python_stats python;		       /* zero when Python frames are off */
 	uint64_t offcpu_pending, offcpu_pending_bytes; /* off-CPU samples waiting for their end */
 	uint64_t offcpu_unmatched;	  /* ends without their sample, samples without their end */
 	uint64_t offcpu_dropped;	  /* waiting samples dropped by the bound */

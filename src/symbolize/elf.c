@@ -879,8 +879,16 @@ static int find_in_symtab(const struct elf_file *ef, const char *secname, const 
 size_t elf_file__scan_functions(const struct elf_file *ef, const char *const *names, size_t n,
 				uint64_t *values)
 {
+	return elf_file__scan_functions_prefix(ef, names, n, values, NULL, NULL, NULL);
+}
+
+/* See elf.h. */
+size_t elf_file__scan_functions_prefix(const struct elf_file *ef, const char *const *names,
+				       size_t n, uint64_t *values, const char *prefix,
+				       elf_func_cb cb, void *ctx)
+{
 	struct elf_section sym, str;
-	size_t found = 0, len[8];
+	size_t found = 0, len[8], plen = prefix && cb ? strlen(prefix) : 0;
 
 	if (n > 8)
 		n = 8;
@@ -890,7 +898,7 @@ size_t elf_file__scan_functions(const struct elf_file *ef, const char *const *na
 	    sym.entsize != sizeof(Elf64_Sym) || elf_file__section_by_index(ef, sym.link, &str) ||
 	    !str.data)
 		return 0;
-	for (uint64_t i = 0; i < sym.size / sizeof(Elf64_Sym) && found < n; i++) {
+	for (uint64_t i = 0; i < sym.size / sizeof(Elf64_Sym) && (found < n || plen); i++) {
 		Elf64_Sym s;
 
 		memcpy(&s, sym.data + i * sizeof(Elf64_Sym), sizeof(s));
@@ -899,6 +907,12 @@ size_t elf_file__scan_functions(const struct elf_file *ef, const char *const *na
 				values[k] = s.st_value;
 				found++;
 			}
+		/* a prefix match whose name ends inside the table (memchr: NUL-terminated) */
+		if (plen && (ELF64_ST_TYPE(s.st_info) == STT_FUNC) && s.st_shndx != SHN_UNDEF &&
+		    s.st_name < str.size && str.size - s.st_name > plen &&
+		    !memcmp(str.data + s.st_name, prefix, plen) &&
+		    memchr(str.data + s.st_name, 0, str.size - s.st_name))
+			cb(ctx, (const char *)str.data + s.st_name, s.st_value);
 	}
 	return found;
 }

@@ -107,6 +107,17 @@ int elf_file__find_function(const struct elf_file *ef, const char *name, uint64_
 size_t elf_file__scan_functions(const struct elf_file *ef, const char *const *names, size_t n,
 				uint64_t *values);
 
+/* Called with a function symbol's NUL-terminated name and value. */
+typedef void (*elf_func_cb)(void *ctx, const char *name, uint64_t value);
+
+/*
+ * Same pass as elf_file__scan_functions, and also cb(ctx, name, value) for every function
+ * whose name starts with prefix (then the pass reads the whole table).
+ */
+size_t elf_file__scan_functions_prefix(const struct elf_file *ef, const char *const *names,
+				       size_t n, uint64_t *values, const char *prefix,
+				       elf_func_cb cb, void *ctx);
+
 /*
  * A key naming the file's contents for per-file memos: its build id (else the path it was
  * mapped from and its size) and its identity (elf_file__identity_key), so that a file

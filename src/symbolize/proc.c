@@ -483,6 +483,7 @@ struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid)
 		return NULL;
 	}
 	e->p.pid = pid;
+	e->p.image = ++pc->gen;
 	snprintf(e->p.root, sizeof(e->p.root), "/proc/%d/root", (int)pid);
 	read_comm(pc, &e->p);
 	install_maps(pc, e, ms);
@@ -933,6 +934,7 @@ void proc_cache__on_exec(struct proc_cache *pc, pid_t pid)
 	if (!e)
 		return;
 	install_maps(pc, e, NULL);
+	e->p.image = ++pc->gen;
 	e->p.dead = false;
 	e->reread_ns = 0; /* a new image: misses re-read at the shortest interval again */
 	e->same_rereads = 0;

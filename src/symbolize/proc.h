@@ -23,6 +23,8 @@ struct proc {
 	struct proc_map *maps; /* sorted by start */
 	uint64_t gen;	       /* changes whenever maps are replaced (exec, re-read); unique
 				* across the cache, so users can drop caches keyed on it */
+	uint64_t image;	       /* changes only when the process image does (exec, a new entry
+				* for the pid): keys what stays valid across mmaps and dlopens */
 	/* the frame ident (profile/frame.h) of native frames named from this generation of
 	 * maps at symbol epoch ident_epoch; 0 until whoever names them sets it */
 	uint64_t ident, ident_epoch;

@@ -53,7 +53,7 @@ class Docs(unittest.TestCase):
         docopts = set(re.findall(r"(?m)^\s+(?:-\w, )?(--[a-z0-9-]+|-\w)\b", block))
         self.assertEqual(helpopts - docopts, set(), "in --help, missing from README")
         self.assertEqual(docopts - helpopts, set(), "in README, unknown to --help")
-        for opt, rng in (("--freq", "1..10000"), ("--stack-size", "512..65536"),
+        for opt, rng in (("--freq", "1..10000"), ("--stack-size", "512..131072"),
                          ("--memory-sample", "4..1048576"), ("--memory-rate", "10..1000000"), ("--off-cpu-rate", "10..100000"),
                          ("--cuda-rate", "10..10000000"), ("--off-cpu-min-us", "0..60000000")):
             self.assertRegex(block, r"%s [^\n]*\n?[^\n]*%s" % (re.escape(opt), re.escape(rng)))

@@ -139,7 +139,7 @@ class RecordErrors(unittest.TestCase):
         self.assertNotIn("cut at", cp.stderr)
         self.assertRegex(cp.stderr, r"(?m)^mlprof: \d+ stacks \(\d+\.\d% of all captured\) "
                          r"miss their outermost frames: the stack was deeper than the 512 "
-                         r"bytes copied \(raise --stack-size, max 65536\)$")
+                         r"bytes copied \(raise --stack-size, max 131072\)$")
 
     def test_exit_status_propagates(self):
         out = os.path.join(self.dir, "x.pb.gz")

@@ -79,6 +79,54 @@ static void test_real_file(void)
 	elf_file__put(ef);
 }
 
+struct prefix_hits {
+	int n;
+	bool helper, local_static;
+	uint64_t helper_at;
+};
+
+static void on_prefix(void *ctx, const char *name, uint64_t value)
+{
+	struct prefix_hits *h = ctx;
+
+	h->n++;
+	if (!strcmp(name, "_ZN2ns6helperEi")) {
+		h->helper = true;
+		h->helper_at = value;
+	}
+	h->local_static |= !strcmp(name, "_ZL12local_statici");
+}
+
+/* One .symtab pass: exact names (local ones too) and every function of a prefix. */
+static void test_scan_prefix(void)
+{
+	static const char *const names[] = {"_ZL12local_statici", "main", "no_such_function"};
+	struct elf_file *ef = elf_file__open(FX("cpp_full"));
+	struct prefix_hits h = {0};
+	uint64_t vals[3] = {0, 0, 0}, v = 0;
+
+	CHECK(ef != NULL, "open cpp_full: %s", strerror(errno));
+	if (!ef)
+		return;
+	CHECK_INT(elf_file__scan_functions_prefix(ef, names, 3, vals, "_ZN2ns", on_prefix, &h), 2);
+	CHECK(vals[0] && vals[1] && !vals[2], "exact names: %llx %llx %llx",
+	      (unsigned long long)vals[0], (unsigned long long)vals[1],
+	      (unsigned long long)vals[2]);
+	CHECK(h.helper && !h.local_static, "prefix: ns::helper, not local_static (%d hits)", h.n);
+	CHECK_INT(elf_file__find_function(ef, "_ZN2ns6helperEi", &v), 0);
+	CHECK_INT(h.helper_at, v);
+	/* the prefix pass reads the whole table even once every exact name is found */
+	memset(&h, 0, sizeof(h));
+	memset(vals, 0, sizeof(vals));
+	CHECK_INT(elf_file__scan_functions_prefix(ef, names, 1, vals, "_Z", on_prefix, &h), 1);
+	CHECK(h.helper && h.local_static, "prefix _Z: both (%d hits)", h.n);
+	/* no callback: the plain scan (a value already set is not looked for again) */
+	CHECK_INT(elf_file__scan_functions(ef, names, 2, vals), 1);
+	memset(vals, 0, sizeof(vals));
+	CHECK_INT(elf_file__scan_functions(ef, names, 2, vals), 2);
+	elf_file__put(ef);
+}
+
 static void test_debuglink_and_mem(void)
 {
 	struct elf_file *ef = elf_file__open(FX("dl/cpp_debuglink"));
@@ -315,6 +363,7 @@ static void test_corrupt(const char *file)
 int main(void)
 {
 	test_real_file();
+	test_scan_prefix();
 	test_debuglink_and_mem();
 	test_bad_files();
 	test_corrupt(FX("cpp_full"));

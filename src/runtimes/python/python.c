@@ -443,7 +443,7 @@ void python__warm(struct python *py, struct proc *p, const struct mlprof_py_fram
 	for (uint32_t i = 0; i < np; i++) {
 		struct pycode_frame cf;
 
-		pycode_cache__lookup(py->codes, p->pid, p->gen, &e->layout, e->code_type,
+		pycode_cache__lookup(py->codes, p->pid, p->image, &e->layout, e->code_type,
 				     pf[i].code & MLPROF_PYF_CODE_MASK, pf[i].validator,
 				     pf[i].instr, &cf);
 	}
@@ -472,8 +472,8 @@ int python__frames(struct python *py, struct proc *p, const struct mlprof_py_fra
 		memset(f, 0, sizeof(*f));
 		f->kind = FRAME_PYTHON;
 		py->act_end[i] = (pf[i].code & MLPROF_PYF_ACT_END) != 0;
-		if (pycode_cache__lookup(py->codes, p->pid, p->gen, &e->layout, e->code_type, code,
-					 pf[i].validator, pf[i].instr, &cf) == 0) {
+		if (pycode_cache__lookup(py->codes, p->pid, p->image, &e->layout, e->code_type,
+					 code, pf[i].validator, pf[i].instr, &cf) == 0) {
 			f->function = cf.name;
 			f->file = cf.file;
 			f->ident = cf.ident;

@@ -39,7 +39,7 @@
 
 struct pc_entry {
 	pid_t pid;
-	uint64_t gen, code;
+	uint64_t image, code;
 	uint32_t validator;
 	int fail;	 /* 0, or a -errno the lookup keeps returning */
 	int fail_reason; /* enum pycode_fail, with fail */
@@ -412,7 +412,7 @@ static int entry_line(struct pycode_cache *pc, struct pc_entry *e, uint32_t inst
 }
 
 /* See python_code.h. */
-int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t gen,
+int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t image,
 			 const struct py_layout *l, uint64_t code_type, uint64_t code,
 			 uint32_t validator, uint32_t instr, struct pycode_frame *out)
 {
@@ -421,7 +421,8 @@ int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t gen,
 	int err;
 
 	for (e = pc->buckets[h]; e; e = e->hnext) {
-		if (e->pid == pid && e->code == code && e->gen == gen && e->validator == validator)
+		if (e->pid == pid && e->code == code && e->image == image &&
+		    e->validator == validator)
 			break;
 	}
 	if (e) {
@@ -434,7 +435,7 @@ int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t gen,
 			return -ENOMEM;
 		}
 		e->pid = pid;
-		e->gen = gen;
+		e->image = image;
 		e->code = code;
 		e->validator = validator;
 		e->ident = frame__new_ident();

@@ -57,14 +57,15 @@ void pycode_cache__begin_sample(struct pycode_cache *pc);
 
 /*
  * Names the frame of code object `code` (validated by `validator`, see mlprof/python.h)
- * executing instruction `instr` in process pid (generation gen: an exec changes it), with
+ * executing instruction `instr` in process pid (process image `image`, struct proc: an exec
+ * changes it, mmaps and dlopens do not), with
  * layout l and code_type the runtime address of PyCode_Type in that process. Reads process
  * memory once per code object (process_vm_readv) and caches the decoded result. Returns 0
  * and fills out (strings valid until the next pycode_cache__begin_sample), or -enum
  * pycode_fail - 1 style negative codes: -EFAULT (read), -EINVAL (not a code object /
  * unreadable strings), -ESTALE (validator mismatch).
  */
-int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t gen,
+int pycode_cache__lookup(struct pycode_cache *pc, pid_t pid, uint64_t image,
 			 const struct py_layout *l, uint64_t code_type, uint64_t code,
 			 uint32_t validator, uint32_t instr, struct pycode_frame *out);
 

@@ -52,6 +52,13 @@ static const char *const comm_syms[] = {
 	"_ZN4c10d4Work4waitENSt6chrono8durationIlSt5ratioILl1ELl1000EEEE", /* Work::wait(ms) */
 	"_ZN4c10d7Reducer17finalize_backwardEv", /* DDP: waits for its buckets' all-reduces */
 };
+/*
+ * Every collective of any backend, whatever calls it (dist.all_reduce, DDP's buckets, FSDP),
+ * goes through c10d's dispatcher ops, static functions per device type in libtorch_cpu:
+ * c10d::ops::(anonymous namespace)::allreduce_CUDA, broadcast_CPU, sendCUDA, ... (on a GPU
+ * host, 6.6-17% of a step sat in dist.all_reduce's enqueue, counted as cpu_compute before).
+ */
+static const char comm_ops_prefix[] = "_ZN4c10d3ops12_GLOBAL__N_1";
 /* Static functions that only .symtab names; their code is checked before probing. */
 static const char enter_rec_sym[] =
 	"_ZN5torch8autograd8profilerL21record_function_enterERKNSt7__cxx1112basic_string"
@@ -186,6 +193,46 @@ void steps__free(struct steps *st)
 
 static struct sproc *proc_get(struct steps *st, pid_t pid);
 
+/* Where a comm site's return can be probed (its entry, kept to the probed instruction). */
+static void add_comm_site(struct tscan *sc, uint64_t v)
+{
+	uint8_t code[48];
+	uint64_t off;
+
+	if (sc->sites.n_comm < TORCH_COMM_SITES &&
+	    !elf_file__read_vaddr(sc->ef, v, code, sizeof(code)) &&
+	    !elf_file__vaddr_to_offset(
+		    sc->ef, v + uprobe_site__emulated(code, sizeof(code), UPROBE_RSP), &off))
+		sc->sites.comm_off[sc->sites.n_comm++] = off;
+}
+
+/*
+ * A c10d dispatcher op's implementation: after the prefix, <length><op>_<device> or
+ * <length><op><device> (barrierCPU), the device CPU, CUDA or PrivateUse1, and nothing but the
+ * arguments behind (not a .cold part; not the TORCH_LIBRARY_IMPL registrars, "L34...").
+ */
+static void comm_op_found(void *ctx, const char *name, uint64_t value)
+{
+	static const char *const devices[] = {"CPU", "CUDA", "PrivateUse1"};
+	const char *p = name + sizeof(comm_ops_prefix) - 1;
+	unsigned long len;
+	char *end;
+
+	if (*p < '1' || *p > '9' || strchr(p, '.'))
+		return;
+	len = strtoul(p, &end, 10);
+	if (len < 4 || strnlen(end, len) < len || end[len] != 'E')
+		return;
+	for (size_t i = 0; i < sizeof(devices) / sizeof(devices[0]); i++) {
+		size_t dl = strlen(devices[i]);
+
+		if (len > dl && !memcmp(end + len - dl, devices[i], dl)) {
+			add_comm_site(ctx, value);
+			return;
+		}
+	}
+}
+
 /* Fills sc->sites from sc->ef (the scan thread). */
 static void find_sites(struct tscan *sc)
 {
@@ -197,7 +244,8 @@ static void find_sites(struct tscan *sc)
 
 	/* MLPROF_TEST_TORCH_DYNSYM=1: the exported fallback only, as a stripped library */
 	if (!(off && !strcmp(off, "1")))
-		elf_file__scan_functions(ef, local, 2, vals);
+		elf_file__scan_functions_prefix(ef, local, 2, vals, comm_ops_prefix, comm_op_found,
+						sc);
 	if (vals[0] && !elf_file__read_vaddr(ef, vals[0], code, sizeof(code))) {
 		/* rdi the name, rdx the RecordFunction: both kept to the probed instruction */
 		enter = vals[0] +
@@ -220,16 +268,9 @@ static void find_sites(struct tscan *sc)
 	else if (!elf_file__find_function(ef, end_sym, &v) &&
 		 !elf_file__read_vaddr(ef, v, code, sizeof(code)))
 		end = v + uprobe_site__emulated(code, sizeof(code), UPROBE_RDI);
-	for (size_t i = 0; i < sizeof(comm_syms) / sizeof(comm_syms[0]); i++) {
-		uint64_t off;
-
-		/* probed with their returns: the stack pointer kept to the probed instruction */
-		if (!elf_file__find_function(ef, comm_syms[i], &v) &&
-		    !elf_file__read_vaddr(ef, v, code, sizeof(code)) &&
-		    !elf_file__vaddr_to_offset(
-			    ef, v + uprobe_site__emulated(code, sizeof(code), UPROBE_RSP), &off))
-			sc->sites.comm_off[sc->sites.n_comm++] = off;
-	}
+	for (size_t i = 0; i < sizeof(comm_syms) / sizeof(comm_syms[0]); i++)
+		if (!elf_file__find_function(ef, comm_syms[i], &v))
+			add_comm_site(sc, v);
 	sc->found = enter && end && !elf_file__vaddr_to_offset(ef, enter, &sc->sites.enter_off) &&
 		    !elf_file__vaddr_to_offset(ef, end, &sc->sites.end_off);
 }
@@ -296,11 +337,12 @@ static void attach_file(struct steps *st, struct tfile *f)
 	} else {
 		st->st.files_probed++;
 		pr_info("probing PyTorch's record_function scopes in %s (%s at 0x%" PRIx64
-			", closed at 0x%" PRIx64 "; sites found in %.1f ms of CPU)",
+			", closed at 0x%" PRIx64 "; %d collective calls and waits with their "
+			"returns; sites found in %.1f ms of CPU)",
 			elf_file__path(sc->ef),
 			sc->sites.enter_rec ? "record_function_enter, entry probes only"
 					    : "record_function_enter_new and its return",
-			sc->sites.enter_off, sc->sites.end_off, sc->cpu_ns / 1e6);
+			sc->sites.enter_off, sc->sites.end_off, sc->sites.n_comm, sc->cpu_ns / 1e6);
 	}
 out:
 	scan_free(sc);
