@@ -108,6 +108,10 @@ def main():
                   n, wall, prof.get("steps_seconds", 0), m.group(2), gpu, truth,
                   100.0 * (gpu / truth - 1) if truth else 0, prof["gpu_sleep_ms"] / 1e3,
                   m.group(3)))
+        if "steps_allreduce_seconds" in prof and prof["steps_seconds"]:
+            print("comm %s%% of the steps; the loop's all-reduce calls in those steps: %.1f%% "
+                  "(%.3f s)" % (m.group(3), 100.0 * prof["steps_allreduce_seconds"] /
+                                prof["steps_seconds"], prof["steps_allreduce_seconds"]))
         p = os.path.join(d, "gpu.steps.pb.gz")
         if os.path.exists(p):
             rows = [(fr, v, lab) for fr, v, lab in pprof_reader.load(p).detailed_stacks()]

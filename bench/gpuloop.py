@@ -50,18 +50,21 @@ def main():
     ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     sync_s = sleep_ms = 0.0
     steps_sync_s = 0.0  # synchronizing inside the steps mlprof counts
+    ar_s = steps_ar_s = 0.0  # in the all-reduce calls (mlprof's comm), likewise
     first_opt_end = last_opt_end = None
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for i in range(steps):
-        sync0 = sync_s
+        sync0, ar0 = sync_s, ar_s
         x = host.to(dev, non_blocking=True)  # LINE copy
         out = model(x)  # LINE forward
         loss = ((out - target) ** 2).mean()
         loss.backward()  # LINE backward
         if nccl:
+            a0 = time.perf_counter()
             for p in model.parameters():
                 dist.all_reduce(p.grad)  # LINE allreduce
+            ar_s += time.perf_counter() - a0
         opt.step()  # LINE step
         last_opt_end = time.perf_counter()
         if first_opt_end is None:
@@ -81,6 +84,8 @@ def main():
             sleep_ms += ev0.elapsed_time(ev1)
         if i < steps - 1:  # after this optimizer step: in the next step
             steps_sync_s += sync_s - sync0
+        if i >= 1:  # before this optimizer step: in the step it ends
+            steps_ar_s += ar_s - ar0
         if len(kept) < 64:
             kept.append(torch.empty(1 << 20, dtype=torch.float32, device=dev))  # LINE keep
     torch.cuda.synchronize()
@@ -89,6 +94,7 @@ def main():
                       "nccl": nccl, "sync_seconds": sync_s, "gpu_sleep_ms": sleep_ms,
                       "steps_seconds": last_opt_end - first_opt_end,
                       "steps_sync_seconds": steps_sync_s,
+                      "steps_allreduce_seconds": steps_ar_s,
                       "lines": tagged_lines(), "pid": os.getpid()}), flush=True)
     if os.environ.get("GPU_EXIT_HOLDING", "1") == "1":
         # exit holding the kept tensors: mlprof's in-use views are "still in use at the end

@@ -10,6 +10,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* CPU and off-CPU stacks taken inside a function with a pending return probe keep their
  * callers (capture.bpf.h: uret_restore) */
 #define MLPROF_URET_RESTORE 1
+/* pages of the stack copy read one by one where one is not resident (capture.bpf.h) */
+#define MLPROF_USTACK_PAGEWISE 1
 #include "record.bpf.h"
 #include "scope.bpf.h"
 

@@ -39,6 +39,12 @@ target_compile_options(nocfi_workload PRIVATE ${MLPROF_WARNINGS} -O2 -g0 -fno-om
 target_link_options(nocfi_workload PRIVATE -fno-sanitize=all)
 set_target_properties(nocfi_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${GO_FIXTURE_DIR})
 
+# A kernel without CFI or frame pointer that takes ~29 KiB of stack (OpenBLAS's GEMM shape).
+add_executable(bigframe ${CMAKE_CURRENT_SOURCE_DIR}/workloads/bigframe.c)
+target_compile_options(bigframe PRIVATE ${MLPROF_WARNINGS} -O2 -g0 -fno-sanitize=all)
+target_link_options(bigframe PRIVATE -fno-sanitize=all)
+set_target_properties(bigframe PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${GO_FIXTURE_DIR})
+
 find_program(GO_IT_PYTHON3 NAMES python3 REQUIRED)
 add_test(NAME it.record_go
   COMMAND ${GO_IT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_record_go.py)

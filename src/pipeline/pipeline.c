@@ -1396,6 +1396,15 @@ int pipeline__poll(struct pipeline *pl, int timeout_ms)
 		pl->sink_err = retry_parked(pl, 0, 0, false);
 	if (pl->nexited && !pl->sink_err)
 		pl->sink_err = sweep_exited(pl, false);
+	/*
+	 * A process that replaced its maps RETIRED_MAX times since the last gc (PyTorch's
+	 * import) no longer re-reads them: the samples of a library it maps next had no mapping
+	 * (numpy's OpenBLAS threads spinning right after their library was mapped: ~11% of a
+	 * GPU training job's samples without a frame). Between polls nothing borrowed from the
+	 * process cache is in use: free the replaced sets now, not at the next gc.
+	 */
+	if (proc_cache__retired_full(pl->procs))
+		proc_cache__trim(pl->procs);
 	pl->cpu_ns += thread_cpu_ns() - t0;
 	if (pl->sink_err)
 		return pl->sink_err;

@@ -105,8 +105,10 @@ struct proc_entry {
 		uint64_t lo, hi, until_ns; /* [lo, hi) held no executable mapping */
 	} gaps[NOEXEC_GAPS];
 	unsigned gap_next;
+	uint64_t diag_ns; /* last miss described (diag_miss) */
 	struct elf_file *vdso;
 	bool vdso_tried;
+	bool refresh_pending;	  /* a refresh came at RETIRED_MAX: done at the trim */
 	struct proc_entry *gnext; /* graveyard chain (evicted, freed at gc) */
 	uint64_t grave_bytes;	  /* entry_bytes when buried (counted in grave_bytes) */
 };
@@ -120,6 +122,8 @@ struct proc_cache {
 	uint64_t bytes;	      /* held by map sets (see struct map_set) */
 	uint64_t grave_bytes; /* ... of which by buried entries (freed at gc) */
 	bool no_query;	      /* PROCMAP_QUERY unsupported: maps are read as text */
+	unsigned diag_logged; /* misses in executable memory logged (diag_miss) */
+	bool retired_full;    /* a process stopped re-reading at RETIRED_MAX (trim) */
 	struct fuse_dev {
 		bool known, fuse;
 		uint64_t dev, when;
@@ -243,6 +247,33 @@ static void add_noexec_gap(struct proc_entry *e, uint64_t lo, uint64_t hi, uint6
 	} else if (lo < g->lo) {
 		g->lo = lo;
 	}
+}
+
+/*
+ * A lookup found no mapping: where the kernel says the address is executable all the same,
+ * say what it maps there (at most DIAG_MISS_LOGS lines, one query a second per process):
+ * code that runs where mlprof's maps have nothing (seen on a GPU host, not understood yet).
+ */
+#define DIAG_MISS_LOGS 8
+static void diag_miss(struct proc_cache *pc, struct proc_entry *e, uint64_t addr, uint64_t now)
+{
+	char what[320];
+	int fd;
+
+	if (pc->no_query || pc->diag_logged >= DIAG_MISS_LOGS || now - e->diag_ns < 1000000000ull)
+		return;
+	e->diag_ns = now;
+	fd = open_maps(pc, e->p.pid);
+	if (fd < 0)
+		return;
+	if (proc_maps__describe(fd, addr, what, sizeof(what))) {
+		pc->diag_logged++;
+		pr_info("pid %d: code at 0x%llx is in no mapping read (%zu executable ones, "
+			"read %.1f s ago); the kernel maps it as %s",
+			(int)e->p.pid, (unsigned long long)addr, e->p.n_maps,
+			(double)(now - e->last_read_ns) / 1e9, what);
+	}
+	close(fd);
 }
 
 /* Reads the executable mappings of pid into a new map set. */
@@ -564,8 +595,12 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 	m = search(e, addr);
 	if (m)
 		return m;
-	if (p->dead || e->n_retired >= RETIRED_MAX)
+	if (p->dead)
 		goto miss;
+	if (e->n_retired >= RETIRED_MAX) {
+		pc->retired_full = true;
+		goto miss;
+	}
 	now = clock__mono_ns();
 	if (e->reread_ns < REREAD_INTERVAL_NS)
 		e->reread_ns = REREAD_INTERVAL_NS;
@@ -612,6 +647,8 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 	}
 miss:
 	pc->stats.lookups_failed++;
+	if (!p->dead)
+		diag_miss(pc, e, addr, clock__mono_ns());
 	return NULL;
 }
 
@@ -951,8 +988,14 @@ void proc_cache__refresh(struct proc_cache *pc, pid_t pid)
 	struct proc_entry *e = lookup(pc, pid);
 	struct map_set *ms = NULL;
 
-	if (!e || e->p.dead || e->n_retired >= RETIRED_MAX)
+	if (!e || e->p.dead)
 		return;
+	if (e->n_retired >= RETIRED_MAX) {
+		/* re-read at the trim */
+		pc->retired_full = true;
+		e->refresh_pending = true;
+		return;
+	}
 	/* after an exec the name changed too (a launcher such as env or numactl) */
 	read_comm(pc, &e->p);
 	if (read_maps(pc, pid, &ms))
@@ -973,10 +1016,47 @@ void proc_cache__on_exit(struct proc_cache *pc, pid_t pid)
 		e->p.dead = true;
 }
 
+/*
+ * Frees e's replaced map sets (no pointer into them may be in use), and does the refresh
+ * that came while they were at RETIRED_MAX.
+ */
+static void free_retired(struct proc_cache *pc, struct proc_entry *e)
+{
+	struct map_set *ms, *mnext;
+
+	for (ms = e->retired; ms; ms = mnext) {
+		mnext = ms->next;
+		map_set_free(pc, ms);
+	}
+	e->retired = NULL;
+	e->n_retired = 0;
+	if (e->refresh_pending) {
+		e->refresh_pending = false;
+		proc_cache__refresh(pc, e->p.pid);
+	}
+}
+
+/* See proc.h. */
+bool proc_cache__retired_full(const struct proc_cache *pc)
+{
+	return pc->retired_full;
+}
+
+/* See proc.h. */
+void proc_cache__trim(struct proc_cache *pc)
+{
+	for (struct proc_entry *e = lru_entry(pc->lru.head, struct proc_entry, lru); e;
+	     e = lru_entry(e->lru.next, struct proc_entry, lru)) {
+		if (!e->p.dead)
+			free_retired(pc, e);
+	}
+	pc->retired_full = false;
+	pc->stats.trims++;
+}
+
 void proc_cache__gc(struct proc_cache *pc)
 {
 	struct proc_entry *e, *next;
-	struct map_set *ms, *mnext;
 
 	for (e = pc->graveyard; e; e = next) {
 		next = e->gnext;
@@ -993,13 +1073,9 @@ void proc_cache__gc(struct proc_cache *pc)
 			proc_entry_free(pc, e);
 			continue;
 		}
-		for (ms = e->retired; ms; ms = mnext) {
-			mnext = ms->next;
-			map_set_free(pc, ms);
-		}
-		e->retired = NULL;
-		e->n_retired = 0;
+		free_retired(pc, e);
 	}
+	pc->retired_full = false;
 	for (size_t i = pc->nelfs; i-- > 0;)
 		if (!pc->elfs[i]->refs)
 			elf_entry_remove(pc, i);

@@ -3,6 +3,7 @@
 #include "symbolize/proc_maps.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -266,7 +267,10 @@ struct procmap_query {
 	uint64_t build_id_addr;
 };
 #define PROCMAP_QUERY		       _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_READ	       0x01
+#define PROCMAP_QUERY_VMA_WRITE	       0x02
 #define PROCMAP_QUERY_VMA_EXEC	       0x04
+#define PROCMAP_QUERY_VMA_SHARED       0x08
 #define PROCMAP_QUERY_COVERING_OR_NEXT 0x10
 
 /*
@@ -364,6 +368,29 @@ bool proc_maps__exec_at(int fd, uint64_t addr, uint64_t *next)
 		return true;
 	*next = q.vma_start;
 	return false;
+}
+
+/* See proc_maps.h. */
+bool proc_maps__describe(int fd, uint64_t addr, char *buf, size_t len)
+{
+	char name[256] = "";
+	struct procmap_query q = {.size = sizeof(q),
+				  .query_addr = addr,
+				  .vma_name_size = sizeof(name),
+				  .vma_name_addr = (uint64_t)(uintptr_t)name};
+
+	if (len)
+		buf[0] = '\0';
+	if (ioctl(fd, PROCMAP_QUERY, &q) || q.vma_start > addr)
+		return false;
+	name[sizeof(name) - 1] = '\0';
+	snprintf(buf, len, "%llx-%llx %c%c%c%c %s", (unsigned long long)q.vma_start,
+		 (unsigned long long)q.vma_end, q.vma_flags & PROCMAP_QUERY_VMA_READ ? 'r' : '-',
+		 q.vma_flags & PROCMAP_QUERY_VMA_WRITE ? 'w' : '-',
+		 q.vma_flags & PROCMAP_QUERY_VMA_EXEC ? 'x' : '-',
+		 q.vma_flags & PROCMAP_QUERY_VMA_SHARED ? 's' : 'p',
+		 name[0] ? name : "(anonymous)");
+	return (q.vma_flags & PROCMAP_QUERY_VMA_EXEC) != 0;
 }
 
 /* See proc_maps.h. */

@@ -50,4 +50,11 @@ void proc_maps__release(struct proc_maps *m);
  */
 bool proc_maps__exec_at(int fd, uint64_t addr, uint64_t *next);
 
+/*
+ * The kernel's view of the mapping covering addr (PROCMAP_QUERY, any permissions), written
+ * into buf as "START-END rwx NAME". Returns whether it is executable; false with buf empty
+ * when no mapping covers addr or there is no answer.
+ */
+bool proc_maps__describe(int fd, uint64_t addr, char *buf, size_t len);
+
 #endif

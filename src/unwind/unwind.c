@@ -37,9 +37,11 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 #define OBJ_HEADROOM   32
 /*
  * A frame with neither CFI nor frame pointer (hand-written assembly: MKL's kernels) has its
- * return address searched for this far above its stack pointer.
+ * return address searched for this far above its stack pointer: the whole copy, since
+ * OpenBLAS's GEMM kernels (numpy's) take ~29 KiB of stack and align it to 4 KiB (2 KiB
+ * found the caller of 23% of numpy matmul samples).
  */
-#define SCAN_MAX_BYTES 2048
+#define SCAN_MAX_BYTES (128u << 10)
 /* Reads this far above the stack copy are taken for stack reads (copy too short). */
 #define STACK_SLACK (8ull << 20)
 /*
@@ -127,6 +129,7 @@ struct uw_call {
 	bool no_info;	/* find_proc_info found nothing during this step */
 	bool at_entry;	/* ... and the pc was at an ELF entry point: the outermost frame */
 	uint64_t no_info_ip;
+	uint64_t scan_pc; /* the pc of the frame a scan looks for the return address of */
 };
 
 /* ---- unwind tables (shared by every process that maps the file) ---- */
@@ -569,26 +572,131 @@ static bool has_cfi(struct uw_call *call, uint64_t ip)
 	return ok;
 }
 
+static const struct cfi_rule *rule_get(struct unwinder *u, const struct unwind_table *t,
+				       uint64_t vaddr);
+
 /*
- * A stack word that can be the return address of a frame without CFI: it points just after
- * a call instruction (a direct call's target is code too) in a file whose CFI covers it.
+ * A stack word that can be a return address: it points just after a call instruction (a
+ * direct call's target is code too) in a mapped file. Sets *out to its object.
  */
-static bool scan_ra_ok(void *arg, uint64_t addr)
+static bool ra_after_call(struct uw_call *call, uint64_t addr, struct uw_obj **out,
+			  uint64_t *target)
 {
-	struct uw_call *call = arg;
-	const struct proc_map *m = proc_cache__find_map_cached(call->p, addr - 1);
+	const struct proc_map *m;
 	struct uw_obj *o;
 	uint8_t code[8];
 	int32_t rel;
 	bool direct;
 
+	/* most words (data, doubles, heap pointers) lie outside every mapping of code */
+	if (!call->p->n_maps || addr <= call->p->maps[0].start ||
+	    addr > call->p->maps[call->p->n_maps - 1].end)
+		return false;
+	m = proc_cache__find_map_cached(call->p, addr - 1);
 	if (!m || !m->exec || !(o = obj_for_map(call, m)) || addr - o->bias < 8 ||
 	    elf_file__read_vaddr(o->t->ef, addr - o->bias - 8, code, sizeof(code)) ||
 	    !unwind_fp__after_call(code, &direct, &rel))
 		return false;
 	if (direct && !proc_cache__find_map_cached(call->p, addr + (uint64_t)(int64_t)rel))
 		return false;
-	return has_cfi(call, addr - 1);
+	*out = o;
+	*target = direct ? addr + (uint64_t)(int64_t)rel : 0;
+	return true;
+}
+
+/*
+ * Whether a direct call to target can have entered the code at pc, which no CFI covers: the
+ * callee starts at or below pc in code without CFI too, or is a PLT stub (jmp *GOT). A
+ * recursion's stale return addresses (calls to a function with CFI) fail it.
+ */
+static bool call_reaches(struct uw_call *call, uint64_t target, uint64_t pc)
+{
+	const struct proc_map *m = proc_cache__find_map_cached(call->p, target);
+	struct uw_obj *o = m ? obj_for_map(call, m) : NULL;
+	uint8_t c[8];
+
+	if (!o || elf_file__read_vaddr(o->t->ef, target - o->bias, c, sizeof(c)))
+		return true; /* cannot tell */
+	/* jmp *x(%rip), possibly after endbr64 and a bnd prefix */
+	if ((c[0] == 0xff && c[1] == 0x25) || (c[0] == 0xf2 && c[1] == 0xff && c[2] == 0x25) ||
+	    (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa &&
+	     ((c[4] == 0xf2 && c[5] == 0xff && c[6] == 0x25) || (c[4] == 0xff && c[5] == 0x25))))
+		return true;
+	return target <= pc && !has_cfi(call, target);
+}
+
+/* Frames a scan's candidate return address is followed through (chain_plausible). */
+#define SCAN_CHAIN_FRAMES 64
+
+/*
+ * A stack word at slot that can be the return address of a frame without CFI: after a call
+ * (a direct one to code that can have led to the scanned pc), in code whose CFI covers it,
+ * and whose callers' return addresses, as far as CFI and the stack copy tell, are return
+ * addresses too. Stale return addresses left in a kernel's scratch buffer (OpenBLAS's GEMM
+ * takes 29 KiB of stack; ld.so's from the start-up, a recursion's) pass the first tests and
+ * fail the last within a few frames. proven: a direct call only (its target checked).
+ */
+static bool scan_ra_check(struct uw_call *call, uint64_t addr, uint64_t slot, bool proven)
+{
+	const struct fp_stack stack = {call->stack_lo, call->s->ustack, call->stack_len};
+	uint64_t ip = addr, sp = slot + 8, target, cfa, next, bp = 0;
+	bool bp_known = false; /* rbp as a frame of the chain saved it */
+	struct uw_obj *o;
+
+	if (!ra_after_call(call, addr, &o, &target) || (proven && !target) ||
+	    !has_cfi(call, addr - 1) || (target && !call_reaches(call, target, call->scan_pc)))
+		return false;
+	for (int i = 0; i < SCAN_CHAIN_FRAMES; i++) {
+		const struct cfi_rule *rule =
+			o->t->ok ? rule_get(call->u, o->t, ip - 1 - o->bias) : NULL;
+
+		if (!rule || rule->kind != CFI_RULE || (rule->cfa_rbp && !bp_known))
+			return true; /* the end of the stack, or not to be told without registers */
+		cfa = (rule->cfa_rbp ? bp : sp) + (uint64_t)(int64_t)rule->cfa_off;
+		if (cfa <= sp)
+			return false;
+		if (!fp_stack__word(&stack, cfa - 8, &next) || !next)
+			return true; /* beyond the copy, or the outermost frame */
+		if (rule->rbp_saved)
+			bp_known =
+				fp_stack__word(&stack, cfa + (uint64_t)(int64_t)rule->rbp_off, &bp);
+		if (!ra_after_call(call, next, &o, &target))
+			return false;
+		ip = next;
+		sp = cfa;
+	}
+	return true;
+}
+
+static bool scan_ra_ok(void *arg, uint64_t addr, uint64_t slot)
+{
+	return scan_ra_check(arg, addr, slot, false);
+}
+
+/* The same, for a direct call only: its target is known to have led to the scanned pc. */
+static bool scan_ra_proven(void *arg, uint64_t addr, uint64_t slot)
+{
+	return scan_ra_check(arg, addr, slot, true);
+}
+
+/*
+ * After a scan, rbp is what the frame without CFI left in it (hand-written kernels use it as
+ * a scratch register, and saved the caller's where no CFI says): the callers' frames that
+ * do not touch rbp pass it on, and the first whose CFA is rbp-based (CPython's object_vacall
+ * under numpy's matmul) reads garbage. Where rbp does not point into the stack above, take
+ * the first word of the frame's top 16 that does: its saved rbp, as prologues store it.
+ */
+static void scan_fix_bp(const struct fp_stack *stack, struct fp_regs *r)
+{
+	uint64_t end = stack->lo + stack->len, w;
+
+	if (r->bp >= r->sp && r->bp < end)
+		return;
+	for (uint64_t k = 2; k <= 17 && r->sp >= k * 8 + stack->lo; k++)
+		if (fp_stack__word(stack, r->sp - k * 8, &w) && w >= r->sp && w < end && !(w & 7)) {
+			r->bp = w;
+			return;
+		}
 }
 
 /*
@@ -618,14 +726,29 @@ static bool fp_fallback(struct uw_call *call, struct fp_regs *r, bool interrupte
 			*end = UNWIND_END_COMPLETE;
 			return false;
 		case UNWIND_FP_STEP_OUTSIDE:
-			st->fp_failed[UNWIND_FP_FAIL_OUTSIDE_STACK]++;
-			*end = (call->s->flags & MLPROF_SF_USTACK_CUT) ? UNWIND_END_STACK_CUT
-								       : UNWIND_END_NO_INFO;
-			return false;
+			/*
+			 * rbp above the copy: a frame pointer of a stack deeper than the copy,
+			 * or (further than any stack) a register a kernel used for data
+			 */
+			if (r->bp - r->sp < STACK_SLACK) {
+				st->fp_failed[UNWIND_FP_FAIL_OUTSIDE_STACK]++;
+				*end = (call->s->flags & MLPROF_SF_USTACK_CUT)
+					       ? UNWIND_END_STACK_CUT
+					       : UNWIND_END_NO_INFO;
+				return false;
+			}
+			/* fall through */
 		default:
-			/* no frame pointer either: look for the return address on the stack */
-			if (unwind_fp__scan(&stack, SCAN_MAX_BYTES, scan_ra_ok, call, r)) {
+			/*
+			 * No frame pointer either: look for the return address on the stack,
+			 * first one that a direct call to this code left (proven), else the
+			 * first that looks like one.
+			 */
+			call->scan_pc = r->ip;
+			if (unwind_fp__scan(&stack, SCAN_MAX_BYTES, scan_ra_proven, call, r) ||
+			    unwind_fp__scan(&stack, SCAN_MAX_BYTES, scan_ra_ok, call, r)) {
 				st->scan_frames++;
+				scan_fix_bp(&stack, r);
 				pcs[(*n)++] = r->ip;
 				if (*n >= max) {
 					*end = UNWIND_END_MAX_DEPTH;

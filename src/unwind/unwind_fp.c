@@ -161,7 +161,7 @@ bool unwind_fp__scan(const struct fp_stack *st, uint64_t max_bytes, fp_ra_ok_cb 
 
 		if (!fp_stack__word(st, addr, &w))
 			return false;
-		if (w > 4096 && ra_ok(ctx, w)) {
+		if (w > 4096 && ra_ok(ctx, w, addr)) {
 			r->ip = w;
 			r->sp = addr + 8;
 			return true;

@@ -83,7 +83,7 @@ bool unwind_fp__after_call(const uint8_t code[8], bool *direct, int32_t *rel);
  * Says whether a stack word is the return address of the frame being scanned: it must
  * point just after a call in code that CFI covers (the caller can be unwound normally).
  */
-typedef bool (*fp_ra_ok_cb)(void *ctx, uint64_t addr);
+typedef bool (*fp_ra_ok_cb)(void *ctx, uint64_t addr, uint64_t slot); /* slot: where it lies */
 
 /*
  * Recovers the caller of a frame that has neither CFI nor a frame pointer (hand-written

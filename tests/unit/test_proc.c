@@ -228,6 +228,53 @@ cleanup:
 	free(huge);
 }
 
+/*
+ * A process that maps a library after 32 others within one gc period (PyTorch's import):
+ * its maps stop being re-read until a trim frees the replaced sets; the refresh that came
+ * meanwhile is done at the trim, so the new library's code is found.
+ */
+static void test_retired_trim(void)
+{
+	struct proc_cache_config cfg = {.max_procs = 4, .max_elf_files = 8, .proc_root = tmpdir};
+	struct proc_cache *pc = proc_cache__new(&cfg);
+	char maps[8192];
+	struct proc *p;
+	int i, len;
+
+	CHECK(pc != NULL, "new");
+	if (!pc)
+		return;
+	make_pid_dir(4250);
+	write_file("4250/comm", "importer\n", 9);
+	write_file("4250/maps", "00400000-00452000 r-xp 00000000 08:02 1 /usr/bin/importer\n", 56);
+	p = proc_cache__get(pc, 4250);
+	CHECK(p != NULL, "get");
+	if (!p)
+		goto out;
+	for (i = 1; i <= 40; i++) {
+		/* one more library each time, as dlopen does */
+		len = snprintf(maps, sizeof(maps),
+			       "00400000-00452000 r-xp 00000000 08:02 1 /usr/bin/importer\n");
+		for (int k = 1; k <= i; k++)
+			len += snprintf(
+				maps + len, sizeof(maps) - (size_t)len,
+				"7f%04x000000-7f%04x100000 r-xp 00000000 08:02 %d /lib/l%d.so\n",
+				(unsigned int)k, (unsigned int)k, 100 + k, k);
+		write_file("4250/maps", maps, (size_t)len);
+		proc_cache__refresh(pc, 4250);
+	}
+	/* 32 replaced sets: the last refreshes were not done */
+	CHECK(proc_cache__retired_full(pc), "retired full after 40 refreshes");
+	CHECK(p->n_maps < 41, "maps re-read past the bound: %zu", p->n_maps);
+	CHECK(proc_cache__find_map_cached(p, 0x7f0028000123ull) == NULL, "l40 known before trim");
+	proc_cache__trim(pc);
+	CHECK(!proc_cache__retired_full(pc), "still full after trim");
+	CHECK_INT(p->n_maps, 41);
+	CHECK(proc_cache__find_map_cached(p, 0x7f0028000123ull) != NULL, "l40 unknown after trim");
+out:
+	proc_cache__free(pc);
+}
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -434,6 +481,7 @@ int main(void)
 		return 2;
 	}
 	test_fake_maps();
+	test_retired_trim();
 	test_real_processes();
 	test_vdso_shared();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

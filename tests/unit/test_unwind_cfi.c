@@ -170,11 +170,14 @@ static void test_call_decoder(void)
 }
 
 /* A return address accepted at one offset above sp: the scan stops at the first. */
-static uint64_t accept_addr;
-static bool accept_one(void *ctx, uint64_t addr)
+static uint64_t accept_addr, accept_slot;
+static bool accept_one(void *ctx, uint64_t addr, uint64_t slot)
 {
 	(void)ctx;
-	return addr == accept_addr;
+	if (addr != accept_addr)
+		return false;
+	accept_slot = slot;
+	return true;
 }
 
 static void test_scan(void)
@@ -187,6 +190,7 @@ static void test_scan(void)
 	CHECK(unwind_fp__scan(&st, 4096, accept_one, NULL, &r), "found");
 	CHECK_INT(r.ip, 0x7f0000002000);
 	CHECK_INT(r.sp, 0x10000 + 4 * 8);
+	CHECK_INT(accept_slot, 0x10000 + 3 * 8); /* where the word lies */
 	CHECK_INT(r.bp, 77);
 	/* not within the bytes allowed */
 	r = (struct fp_regs){.ip = 1, .sp = 0x10000, .bp = 0};
