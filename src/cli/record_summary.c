@@ -348,10 +348,11 @@ static void print_fp_fallback(const struct pipeline_stats *ps)
 		return;
 	fprintf(stderr,
 		"mlprof: code without unwind info: %llu frames recovered by frame pointer (%llu "
-		"placed by Go stack deltas), %llu by a return address found on the stack; chains "
-		"stopped at %llu bad frame pointers, %llu beyond the stack copy\n",
+		"placed by Go stack deltas), %llu by a return address found on the stack (%llu "
+		"where the last scan from the same pc had found it); chains stopped at %llu bad "
+		"frame pointers, %llu beyond the stack copy\n",
 		(unsigned long long)u->fp_frames, (unsigned long long)u->fp_go_frames,
-		(unsigned long long)u->scan_frames,
+		(unsigned long long)u->scan_frames, (unsigned long long)u->scan_hinted,
 		(unsigned long long)u->fp_failed[UNWIND_FP_FAIL_BAD_POINTER],
 		(unsigned long long)u->fp_failed[UNWIND_FP_FAIL_OUTSIDE_STACK]);
 }

@@ -69,6 +69,12 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
  * its mappings never change, so neither does the rule of one of its pcs).
  */
 #define STEP_SLOTS 32768
+/*
+ * Where the last scan from a pc found its return address (SCAN_HINT_SLOTS by (gen, pc)):
+ * tried first, so that the samples of a kernel that spins, or one sampled again and again,
+ * do not each scan up to the whole copy.
+ */
+#define SCAN_HINT_SLOTS 4096
 /* Bound on the translated .debug_frame images and indexes held by all tables together. */
 #define MAX_DEBUG_FRAME_TOTAL (256ull << 20)
 
@@ -103,10 +109,17 @@ struct step_slot {
 	struct cfi_rule r;
 };
 
+/* A scan's result by (gen, pc); gen 0: empty. off: the return address's slot above sp. */
+struct scan_hint {
+	uint64_t gen, pc;
+	uint64_t off;
+};
+
 struct unwinder {
 	struct proc_cache *pc;
 	struct rule_slot *rules; /* RULE_SLOTS */
 	struct step_slot *steps; /* STEP_SLOTS */
+	struct scan_hint *hints; /* SCAN_HINT_SLOTS */
 	struct uw_space spaces[MAX_SPACES];
 	size_t nspaces;
 	struct unwind_table *tables[MAX_TABLES];
@@ -503,10 +516,12 @@ struct unwinder *unwinder__new(struct proc_cache *pc)
 	u->fp = unwind_fp__new();
 	u->rules = calloc(RULE_SLOTS, sizeof(*u->rules));
 	u->steps = calloc(STEP_SLOTS, sizeof(*u->steps));
-	if (!u->fp || !u->rules || !u->steps) {
+	u->hints = calloc(SCAN_HINT_SLOTS, sizeof(*u->hints));
+	if (!u->fp || !u->rules || !u->steps || !u->hints) {
 		unwind_fp__free(u->fp);
 		free(u->rules);
 		free(u->steps);
+		free(u->hints);
 		free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -541,6 +556,7 @@ void unwinder__free(struct unwinder *u)
 	unwind_fp__free(u->fp);
 	free(u->rules);
 	free(u->steps);
+	free(u->hints);
 	free(u);
 }
 
@@ -625,7 +641,7 @@ static bool call_reaches(struct uw_call *call, uint64_t target, uint64_t pc)
 	return target <= pc && !has_cfi(call, target);
 }
 
-/* Frames a scan's candidate return address is followed through (chain_plausible). */
+/* Frames a scan's candidate return address is followed through (scan_ra_check). */
 #define SCAN_CHAIN_FRAMES 64
 
 /*
@@ -680,23 +696,29 @@ static bool scan_ra_proven(void *arg, uint64_t addr, uint64_t slot)
 }
 
 /*
- * After a scan, rbp is what the frame without CFI left in it (hand-written kernels use it as
- * a scratch register, and saved the caller's where no CFI says): the callers' frames that
- * do not touch rbp pass it on, and the first whose CFA is rbp-based (CPython's object_vacall
- * under numpy's matmul) reads garbage. Where rbp does not point into the stack above, take
- * the first word of the frame's top 16 that does: its saved rbp, as prologues store it.
+ * Finds the return address of the frame at r on the stack and moves r to its caller: where
+ * the last scan from this pc found it, else the first that a direct call to this code left
+ * (proven), else the first that looks like one.
  */
-static void scan_fix_bp(const struct fp_stack *stack, struct fp_regs *r)
+static bool scan(struct uw_call *call, const struct fp_stack *stack, struct fp_regs *r)
 {
-	uint64_t end = stack->lo + stack->len, w;
+	uint64_t gen = call->p->gen, pc = r->ip, sp = r->sp, w;
+	uint64_t h = (pc ^ (gen * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	struct scan_hint *hint = &call->u->hints[(h >> 40) % SCAN_HINT_SLOTS];
 
-	if (r->bp >= r->sp && r->bp < end)
-		return;
-	for (uint64_t k = 2; k <= 17 && r->sp >= k * 8 + stack->lo; k++)
-		if (fp_stack__word(stack, r->sp - k * 8, &w) && w >= r->sp && w < end && !(w & 7)) {
-			r->bp = w;
-			return;
-		}
+	call->scan_pc = pc;
+	if (hint->gen == gen && hint->pc == pc && fp_stack__word(stack, sp + hint->off, &w) &&
+	    w > 4096 && scan_ra_ok(call, w, sp + hint->off)) {
+		r->ip = w;
+		r->sp = sp + hint->off + 8;
+		call->u->stats.scan_hinted++;
+		return true;
+	}
+	if (!unwind_fp__scan(stack, SCAN_MAX_BYTES, scan_ra_proven, call, r) &&
+	    !unwind_fp__scan(stack, SCAN_MAX_BYTES, scan_ra_ok, call, r))
+		return false;
+	*hint = (struct scan_hint){gen, pc, r->sp - 8 - sp};
+	return true;
 }
 
 /*
@@ -744,11 +766,8 @@ static bool fp_fallback(struct uw_call *call, struct fp_regs *r, bool interrupte
 			 * first one that a direct call to this code left (proven), else the
 			 * first that looks like one.
 			 */
-			call->scan_pc = r->ip;
-			if (unwind_fp__scan(&stack, SCAN_MAX_BYTES, scan_ra_proven, call, r) ||
-			    unwind_fp__scan(&stack, SCAN_MAX_BYTES, scan_ra_ok, call, r)) {
+			if (scan(call, &stack, r)) {
 				st->scan_frames++;
-				scan_fix_bp(&stack, r);
 				pcs[(*n)++] = r->ip;
 				if (*n >= max) {
 					*end = UNWIND_END_MAX_DEPTH;

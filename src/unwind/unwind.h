@@ -40,6 +40,7 @@ struct unwind_stats {
 	uint64_t rules_evaluated; /* CFI rules evaluated (rule cache misses) */
 	uint64_t scan_frames;	  /* callers of frames with neither CFI nor frame pointer found by
 				   * scanning the stack for a return address */
+	uint64_t scan_hinted;	  /* ... of which where the last scan from the same pc found it */
 	uint64_t fp_failed[UNWIND_FP_FAIL__COUNT]; /* fallback stops, by reason */
 };
 

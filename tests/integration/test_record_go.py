@@ -16,7 +16,8 @@ GO_CHAIN = ["main.leafSpin", "main.middle", "main.outer", "main.main", "runtime.
             "runtime.goexit"]
 SUMMARY = re.compile(r"code without unwind info: (\d+) frames recovered by frame pointer "
                      r"\((\d+) placed by Go stack deltas\), \d+ by a return address found on "
-                     r"the stack; chains stopped at (\d+) bad frame "
+                     r"the stack \(\d+ where the last scan from the same pc had found it\); "
+                     r"chains stopped at (\d+) bad frame "
                      r"pointers, (\d+) beyond the stack copy")
 
 
