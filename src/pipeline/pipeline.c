@@ -1045,6 +1045,14 @@ static void on_map_exec(struct pipeline *pl, pid_t pid)
 	pl->proc_events++;
 	/* also without Python or CUDA: the new code may sit in a stretch remembered as empty */
 	proc_cache__refresh(pl->procs, pid);
+	/*
+	 * Past its bound of replaced map sets (torch's import) a process re-reads only at a
+	 * trim, which does the refresh just asked for: now, so that the library is inspected
+	 * (a process held at a CUDA library's mmap waits for it). Between two records nothing
+	 * borrowed from the process cache is in use either.
+	 */
+	if (proc_cache__retired_full(pl->procs))
+		proc_cache__trim(pl->procs);
 	p = proc_cache__get(pl->procs, pid);
 	if (p)
 		inspect_proc(pl, p);
