@@ -456,9 +456,9 @@ static __always_inline __u32 copy_ustack(struct mlprof_sample *rec, struct task_
 		 * kernel's scratch buffer (OpenBLAS's GEMM takes 29 KiB of stack), below the
 		 * return addresses the unwind needs; past the stack's end, where its VMA was not
 		 * known. Read page by page, keep the pages read (frames are only ever in pages
-		 * that were written), and end the copy with the last one (only where
-		 * MLPROF_USTACK_PAGEWISE is defined: verifying it costs each program that inlines
-		 * it a few hundred ms at start).
+		 * that were written), and end the copy with the last one. ustack_pagewise
+		 * fills this CPU's scratch slot, which rec is (MLPROF_USTACK_PAGEWISE: so far
+		 * the CPU sampler alone).
 		 */
 		len = ustack_pagewise(sp, len);
 		ok = len > 0;

@@ -483,12 +483,15 @@ void record_summary__print(const struct record_summary *rs)
 	if (ps.proc_lookups_failed)
 		pr_info("maps: %llu code addresses in no mapping known (maps read %llu times, %llu "
 			"found unchanged; %llu answered by PROCMAP_QUERY: no code there, %llu in "
-			"stretches known to hold none)",
+			"stretches known to hold none; %llu early re-reads of processes at their "
+			"bound "
+			"of replaced map sets)",
 			(unsigned long long)ps.proc_lookups_failed,
 			(unsigned long long)ps.proc_maps_reads,
 			(unsigned long long)ps.proc_rereads_unchanged,
 			(unsigned long long)ps.proc_misses_checked,
-			(unsigned long long)ps.proc_misses_in_gaps);
+			(unsigned long long)ps.proc_misses_in_gaps,
+			(unsigned long long)ps.proc_trims);
 	print_python_health(&ps);
 	if (prof[MLPROF_SK_OFFCPU])
 		print_offcpu(&ps, prof[MLPROF_SK_OFFCPU]);

@@ -1051,8 +1051,7 @@ static void on_map_exec(struct pipeline *pl, pid_t pid)
 	 * (a process held at a CUDA library's mmap waits for it). Between two records nothing
 	 * borrowed from the process cache is in use either.
 	 */
-	if (proc_cache__retired_full(pl->procs))
-		proc_cache__trim(pl->procs);
+	proc_cache__trim(pl->procs);
 	p = proc_cache__get(pl->procs, pid);
 	if (p)
 		inspect_proc(pl, p);
@@ -1411,8 +1410,7 @@ int pipeline__poll(struct pipeline *pl, int timeout_ms)
 	 * GPU training job's samples without a frame). Between polls nothing borrowed from the
 	 * process cache is in use: free the replaced sets now, not at the next gc.
 	 */
-	if (proc_cache__retired_full(pl->procs))
-		proc_cache__trim(pl->procs);
+	proc_cache__trim(pl->procs);
 	pl->cpu_ns += thread_cpu_ns() - t0;
 	if (pl->sink_err)
 		return pl->sink_err;
@@ -1488,6 +1486,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	out->proc_rereads_unchanged = ps.rereads_unchanged;
 	out->proc_misses_checked = ps.misses_checked;
 	out->proc_misses_in_gaps = ps.misses_in_gaps;
+	out->proc_trims = ps.trims;
 	out->elf_files = ps.elf_files;
 	if (pl->py)
 		python__stats(pl->py, &out->python);

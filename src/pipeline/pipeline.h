@@ -127,6 +127,7 @@ struct pipeline_stats {
 	 * answered by PROCMAP_QUERY without a re-read, in stretches known to hold no code */
 	uint64_t proc_lookups_failed, proc_maps_reads, proc_rereads_unchanged;
 	uint64_t proc_misses_checked, proc_misses_in_gaps;
+	uint64_t proc_trims; /* ... and early re-reads of processes at the bound of replaced maps */
 	struct python_stats python;		       /* zero when Python frames are off */
 	uint64_t offcpu_pending, offcpu_pending_bytes; /* off-CPU samples waiting for their end */
 	uint64_t offcpu_unmatched;	  /* ends without their sample, samples without their end */

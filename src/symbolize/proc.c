@@ -252,7 +252,8 @@ static void add_noexec_gap(struct proc_entry *e, uint64_t lo, uint64_t hi, uint6
 /*
  * A lookup found no mapping: where the kernel says the address is executable all the same,
  * say what it maps there (at most DIAG_MISS_LOGS lines, one query a second per process):
- * code that runs where mlprof's maps have nothing (seen on a GPU host, not understood yet).
+ * code that runs where mlprof's maps have nothing (on a GPU host: numpy's OpenBLAS threads,
+ * mapped while the process was at RETIRED_MAX).
  */
 #define DIAG_MISS_LOGS 8
 static void diag_miss(struct proc_cache *pc, struct proc_entry *e, uint64_t addr, uint64_t now)
@@ -1045,6 +1046,8 @@ bool proc_cache__retired_full(const struct proc_cache *pc)
 /* See proc.h. */
 void proc_cache__trim(struct proc_cache *pc)
 {
+	if (!pc->retired_full)
+		return;
 	for (struct proc_entry *e = lru_entry(pc->lru.head, struct proc_entry, lru); e;
 	     e = lru_entry(e->lru.next, struct proc_entry, lru)) {
 		if (!e->p.dead)

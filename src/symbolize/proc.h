@@ -48,7 +48,7 @@ struct proc_cache_stats {
 	uint64_t fuse_skipped;	    /* files on FUSE mounts left unopened */
 	uint64_t byte_evictions;    /* processes evicted by max_bytes (also in proc_evictions) */
 	uint64_t bytes;		    /* held by map sets now */
-	uint64_t trims;		    /* early frees of replaced map sets (proc_cache__trim) */
+	uint64_t trims;		    /* processes at RETIRED_MAX freed early (proc_cache__trim) */
 };
 
 struct proc_cache *proc_cache__new(const struct proc_cache_config *cfg);
@@ -119,11 +119,13 @@ void proc_cache__on_exit(struct proc_cache *pc, pid_t pid);
 void proc_cache__gc(struct proc_cache *pc);
 /*
  * True when a process replaced its maps RETIRED_MAX times since the last gc (an import of
- * PyTorch maps ~80 libraries within a second or two) and its maps are no longer re-read:
- * call proc_cache__trim at the next point where proc_cache__gc could be called.
+ * PyTorch maps ~80 libraries within a second or two) and its maps are no longer re-read.
  */
 bool proc_cache__retired_full(const struct proc_cache *pc);
-/* Frees replaced map sets (not dead processes), so that their processes re-read again. */
+/*
+ * When a process is at that bound (else nothing): frees replaced map sets (not dead
+ * processes), so that their processes re-read again. Call where proc_cache__gc could be.
+ */
 void proc_cache__trim(struct proc_cache *pc);
 void proc_cache__stats(const struct proc_cache *pc, struct proc_cache_stats *out);
 
