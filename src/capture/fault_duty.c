@@ -5,6 +5,7 @@
 #include "capture/fault_duty.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -32,6 +33,9 @@ struct fault_duty {
 	long hz; /* USER_HZ, the unit of /proc/stat */
 	uint64_t rng;
 
+	int vmstat_fd, stat_fd; /* /proc/vmstat, /proc/stat (-1: not open) */
+	char buf[16384];	/* their text, read by the thread */
+
 	pthread_t thread;
 	pthread_mutex_t lock; /* guards stop and stats */
 	pthread_cond_t wake;
@@ -39,36 +43,54 @@ struct fault_duty {
 	struct fault_duty_stats stats;
 };
 
-/* The machine's page faults so far (/proc/vmstat pgfault), 0 when unreadable. */
-static uint64_t read_pgfault(void)
+/*
+ * Reads the whole of a /proc file kept open (fd) into buf from its start: the file is made
+ * anew at each read, and the measurement runs ten times a second while the fault rate is
+ * high, so the file is neither reopened nor scanned line by line with stdio. Returns the
+ * bytes read (NUL-terminated), 0 when unreadable.
+ */
+static size_t read_proc(int fd, char *buf, size_t size)
 {
-	char line[128];
-	uint64_t n = 0;
-	FILE *f = fopen("/proc/vmstat", "re");
+	ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
 
-	if (!f)
+	if (n <= 0)
 		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "pgfault %" SCNu64, &n) == 1)
-			break;
-	fclose(f);
-	return n;
+	buf[n] = 0;
+	return (size_t)n;
+}
+
+/* The machine's page faults so far (/proc/vmstat pgfault), 0 when unreadable. */
+static uint64_t read_pgfault(struct fault_duty *d)
+{
+	const char *at;
+
+	if (!read_proc(d->vmstat_fd, d->buf, sizeof(d->buf)))
+		return 0;
+	at = strncmp(d->buf, "pgfault ", 8) ? strstr(d->buf, "\npgfault ") : d->buf;
+	if (!at)
+		return 0;
+	return strtoull(at + (*at == '\n') + 8, NULL, 10);
 }
 
 /* CPU time the machine spent busy so far (/proc/stat: user, nice, system, irq, softirq), s. */
-static double read_busy_s(long hz)
+static double read_busy_s(struct fault_duty *d)
 {
-	unsigned long long user, nice, sys, idle, iowait, irq, softirq;
-	double busy = 0;
-	FILE *f = fopen("/proc/stat", "re");
+	unsigned long long v[7];
+	char *p = d->buf;
 
-	if (!f)
+	if (!read_proc(d->stat_fd, d->buf, sizeof(d->buf)) || strncmp(p, "cpu ", 4))
 		return 0;
-	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait,
-		   &irq, &softirq) == 7)
-		busy = (double)(user + nice + sys + irq + softirq) / (double)hz;
-	fclose(f);
-	return busy;
+	p += 4;
+	for (int i = 0; i < 7; i++) {
+		char *end;
+
+		v[i] = strtoull(p, &end, 10);
+		if (end == p)
+			return 0;
+		p = end;
+	}
+	/* user, nice, system, (idle, iowait,) irq, softirq */
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / (double)d->hz;
 }
 
 /* A uniform draw in [0, 1) (xorshift64*). */
@@ -146,9 +168,9 @@ static void *duty_thread(void *arg)
 {
 	struct fault_duty *d = arg;
 	uint64_t slot_ns = (uint64_t)d->cfg.slot_ms * 1000000ULL;
-	uint64_t t = clock__mono_ns(), rate_t = t, rate_n = read_pgfault(),
+	uint64_t t = clock__mono_ns(), rate_t = t, rate_n = read_pgfault(d),
 		 next_rate = t + RATE_FAST_NS;
-	double duty = 1.0, rate = 0, busy_s = read_busy_s(d->hz), attach_ns = 0, detach_ns = 0;
+	double duty = 1.0, rate = 0, busy_s = read_busy_s(d), attach_ns = 0, detach_ns = 0;
 	struct timespec ts;
 
 	for (;;) {
@@ -157,9 +179,8 @@ static void *duty_thread(void *arg)
 
 		t = clock__mono_ns();
 		if (t >= next_rate) {
-			uint64_t n = read_pgfault();
-			double b = read_busy_s(d->hz),
-			       cpus = (b - busy_s) * 1e9 / (double)(t - rate_t);
+			uint64_t n = read_pgfault(d);
+			double b = read_busy_s(d), cpus = (b - busy_s) * 1e9 / (double)(t - rate_t);
 
 			/* per busy CPU (at least one): a thread faulting alone on a big machine
 			 * pays the programs' cost in its own time */
@@ -221,6 +242,14 @@ static void *duty_thread(void *arg)
 	return NULL;
 }
 
+static void close_files(struct fault_duty *d)
+{
+	if (d->vmstat_fd >= 0)
+		close(d->vmstat_fd);
+	if (d->stat_fd >= 0)
+		close(d->stat_fd);
+}
+
 /* See fault_duty.h. */
 struct fault_duty *fault_duty__start(struct bpf_program *const *progs, struct bpf_link **links,
 				     int n, volatile uint32_t *weight, uint32_t weight_one,
@@ -253,6 +282,8 @@ struct fault_duty *fault_duty__start(struct bpf_program *const *progs, struct bp
 	d->hz = sysconf(_SC_CLK_TCK);
 	if (d->hz < 1)
 		d->hz = 100;
+	d->vmstat_fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
+	d->stat_fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
 	d->rng = clock__mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
 	d->stats.duty = 1.0;
 	pthread_mutex_init(&d->lock, NULL);
@@ -262,6 +293,7 @@ struct fault_duty *fault_duty__start(struct bpf_program *const *progs, struct bp
 	pthread_condattr_destroy(&ca);
 	err = pthread_create(&d->thread, NULL, duty_thread, d);
 	if (err) {
+		close_files(d);
 		pthread_cond_destroy(&d->wake);
 		pthread_mutex_destroy(&d->lock);
 		free(d);
@@ -284,6 +316,7 @@ void fault_duty__stop(struct fault_duty *d)
 	pthread_mutex_unlock(&d->lock);
 	pthread_join(d->thread, NULL);
 	set_attached(d, false);
+	close_files(d);
 	pthread_cond_destroy(&d->wake);
 	pthread_mutex_destroy(&d->lock);
 	free(d);

@@ -668,7 +668,16 @@ static int intern_labels(struct profile *p, const struct profile_label *in, int 
 		    (!in[i].str && in[i].num_unit && !out[i].num_unit))
 			return insert ? -ENOMEM : -ENOENT;
 	}
-	qsort(out, n, sizeof(*out), label_cmp);
+	/* a handful, passed in the same order sample after sample: insertion sort (qsort's
+	 * merge sort was 2% of the consumer's CPU on a PyTorch loop) */
+	for (int i = 1; i < n; i++) {
+		struct profile_label l = out[i];
+		int j = i;
+
+		for (; j > 0 && label_cmp(&out[j - 1], &l) > 0; j--)
+			out[j] = out[j - 1];
+		out[j] = l;
+	}
 	return 0;
 }
 

@@ -576,20 +576,32 @@ static bool fp_code_ok(void *arg, uint64_t addr)
 	return proc_cache__find_map(call->u->pc, call->p, addr - 1) != NULL;
 }
 
-/* True when CFI covers ip (a lookup libunwind would do, without its side effects). */
+static const struct cfi_rule *rule_get(struct unwinder *u, const struct unwind_table *t,
+				       uint64_t vaddr);
+
+/*
+ * Whether CFI covers ip (libunwind's lookup without its side effects): the rule cache answers for
+ * .eh_frame (a kernel without CFI, sampled at a new pc each time, costs one table search, not
+ * libunwind's); libunwind's search only where .debug_frame may still cover it.
+ */
 static bool has_cfi(struct uw_call *call, uint64_t ip)
 {
+	const struct proc_map *m = proc_cache__find_map_cached(call->p, ip);
+	struct uw_obj *o = m ? obj_for_map(call, m) : NULL;
 	unw_proc_info_t pi;
 	bool ok;
 
+	if (o && o->t->ok) {
+		if (rule_get(call->u, o->t, ip - o->bias)->kind != CFI_NONE)
+			return true;
+		if (o->t->dbg_state < 0)
+			return false; /* and no .debug_frame to look in */
+	}
 	ok = find_proc_info(call->sp->as, ip, &pi, 0, call) == 0;
 	call->no_info = false;
 	call->at_entry = false;
 	return ok;
 }
-
-static const struct cfi_rule *rule_get(struct unwinder *u, const struct unwind_table *t,
-				       uint64_t vaddr);
 
 /*
  * A stack word that can be a return address: it points just after a call instruction (a

@@ -436,13 +436,17 @@ static void test_big_library(void)
 			memcpy(&size, dynsym.data + off + 16, 8);
 			if ((info & 15) != 2 || !shndx || !size)
 				continue;
+			/* (both ends: the lookup searches the bucket of the address only) */
 			if (symcache__lookup(sc, ef, NULL, value + size - 1, &r) == 0 &&
-			    r.offset <= size - 1)
+			    r.offset <= size - 1 &&
+			    symcache__lookup(sc, ef, NULL, value, &r) == 0 && r.offset == 0)
 				resolved++;
 			else
 				CHECK(0, "%s: %llx unresolved", libs[i], (unsigned long long)value);
 		}
 		CHECK(resolved > 100, "%s: %u resolved", libs[i], resolved);
+		CHECK(symcache__lookup(sc, ef, NULL, 1ull << 40, &r) == -ENOENT, "%s: far above",
+		      libs[i]);
 		elf_file__put(ef);
 		symcache__free(sc);
 	}
