@@ -35,20 +35,6 @@ struct {
 	__type(value, struct enter_call);
 } torch_enter SEC(".maps");
 
-/* Open scopes per thread (task storage: freed with the thread): their handles (an end()
- * of anything else is ignored). */
-#define OPEN_MAX 8
-struct open_scopes {
-	__u64 handle[OPEN_MAX];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct open_scopes);
-} torch_open SEC(".maps");
-
 /* A thread's wait for collectives in progress (outermost call only). */
 struct comm_call {
 	__u64 start_ns, oncpu_ns;
@@ -69,26 +55,40 @@ struct cxx_string {
 	__u64 data, len;
 };
 
-/* Opens scope handle on thread tid (its enter event carries name). */
+/* Remembers the open scope handle in r (the innermost is replaced when too deep). */
+static __always_inline void open_slot(struct scope_run *r, __u64 handle)
+{
+	int slot = -1;
+
+	for (int i = 0; i < SCOPE_OPEN_MAX; i++)
+		if (!r->open[i] && slot < 0)
+			slot = i;
+	if (slot < 0)
+		slot = SCOPE_OPEN_MAX - 1;
+	r->open[slot & (SCOPE_OPEN_MAX - 1)] = handle;
+}
+
+/*
+ * Opens scope handle on thread tid, entered at time_ns with CPU time oncpu, named by name
+ * (a map value: copied by a helper, which keeps the program's stack small).
+ */
 static __always_inline void open_scope(__u32 tgid, __u32 tid, __u64 handle, __u64 time_ns,
 				       __u64 oncpu, const __u8 *name)
 {
-	struct open_scopes *os = bpf_task_storage_get(&torch_open, bpf_get_current_task_btf(), 0,
-						      BPF_LOCAL_STORAGE_GET_F_CREATE);
-	int slot = -1;
+	struct scope_run *r = scope_run_get();
+	struct mlprof_torch_scope *e = r ? scope_reserve(true) : NULL;
 
-	if (!os)
+	if (!e)
 		return;
-	for (int i = 0; i < OPEN_MAX; i++)
-		if (!os->handle[i] && slot < 0)
-			slot = i;
-	if (slot < 0)
-		slot = OPEN_MAX - 1; /* too deep: the innermost is replaced */
-	os->handle[slot & (OPEN_MAX - 1)] = handle;
-	scope_send(tgid, tid, 0, time_ns, oncpu, handle, name);
+	if (bpf_probe_read_kernel(e->name, MLPROF_TORCH_NAME_MAX, name)) {
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		return;
+	}
+	open_slot(r, handle);
+	scope_commit(e, tgid, tid, 0, time_ns, oncpu, handle);
 }
 
-/* Reads the std::string at str into name (NUL-terminated, cut); false when unreadable. */
+/* Reads the std::string at str into name (NUL-terminated, cut); false when unreadable or empty. */
 static __always_inline bool read_name(__u8 name[MLPROF_TORCH_NAME_MAX], const void *str)
 {
 	struct cxx_string s;
@@ -97,7 +97,10 @@ static __always_inline bool read_name(__u8 name[MLPROF_TORCH_NAME_MAX], const vo
 	if (bpf_probe_read_user(&s, sizeof(s), str))
 		return false;
 	n = s.len < MLPROF_TORCH_NAME_MAX - 1 ? s.len : MLPROF_TORCH_NAME_MAX - 1;
-	return !bpf_probe_read_user(name, n & (MLPROF_TORCH_NAME_MAX - 1), (const void *)s.data);
+	if (!n || bpf_probe_read_user(name, n & (MLPROF_TORCH_NAME_MAX - 1), (const void *)s.data))
+		return false;
+	name[n & (MLPROF_TORCH_NAME_MAX - 1)] = 0;
+	return true;
 }
 
 /*
@@ -106,17 +109,20 @@ static __always_inline bool read_name(__u8 name[MLPROF_TORCH_NAME_MAX], const vo
  */
 static __always_inline void close_scope(__u32 tgid, __u32 tid, __u64 self, __u64 now)
 {
-	struct open_scopes *os =
-		bpf_task_storage_get(&torch_open, bpf_get_current_task_btf(), 0, 0);
+	struct scope_run *r = bpf_task_storage_get(&scope_runs, bpf_get_current_task_btf(), 0, 0);
 
-	if (!os)
+	if (!r)
 		return;
-	for (int i = OPEN_MAX - 1; i >= 0; i--) {
-		__u64 h = os->handle[i];
+	for (int i = SCOPE_OPEN_MAX - 1; i >= 0; i--) {
+		__u64 h = r->open[i];
 
 		if (h && (self >= h ? self - h : h - self) < 64) {
-			os->handle[i] = 0;
-			scope_send(tgid, tid, MLPROF_SCOPE_EXIT, now, scope_oncpu_ns(now), h, NULL);
+			struct mlprof_torch_scope *e = scope_reserve(false);
+
+			r->open[i] = 0;
+			if (e)
+				scope_commit(e, tgid, tid, MLPROF_SCOPE_EXIT, now,
+					     scope_oncpu_at(r, now), h);
 			break;
 		}
 	}
@@ -132,11 +138,19 @@ int torch_entry(struct pt_regs *ctx)
 	if (!pid_wanted(tgid))
 		return 0;
 	if (cookie == MLPROF_TP_ENTER_REC) {
-		/* record_function_enter(name, args, rec): the scope opens here, keyed by rec */
-		__u8 name[MLPROF_TORCH_NAME_MAX] = {};
+		/* record_function_enter(name, args, rec): the scope opens here, keyed by rec;
+		 * the name is read straight into the event */
+		struct scope_run *r = scope_run_get();
+		struct mlprof_torch_scope *e = r ? scope_reserve(true) : NULL;
 
-		if (read_name(name, (const void *)PT_REGS_PARM1(ctx)))
-			open_scope(tgid, tid, PT_REGS_PARM3(ctx), now, scope_oncpu_ns(now), name);
+		if (!e)
+			return 0;
+		if (!read_name(e->name, (const void *)PT_REGS_PARM1(ctx))) {
+			bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+			return 0;
+		}
+		open_slot(r, PT_REGS_PARM3(ctx));
+		scope_commit(e, tgid, tid, 0, now, scope_oncpu_at(r, now), PT_REGS_PARM3(ctx));
 		return 0;
 	}
 	if (cookie == MLPROF_TP_COMM) {

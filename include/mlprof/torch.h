@@ -49,4 +49,7 @@ struct mlprof_torch_scope {
 	__u8 name[MLPROF_TORCH_NAME_MAX]; /* enter only, NUL-terminated, cut */
 };
 
+/* Bytes of an exit event: it ends before name (the ring holds less, one cache line) */
+#define MLPROF_TORCH_SCOPE_UNNAMED_SIZE __builtin_offsetof(struct mlprof_torch_scope, name)
+
 #endif

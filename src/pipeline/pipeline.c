@@ -1110,8 +1110,13 @@ static int on_event(void *ctx, const void *data, size_t size)
 		}
 		break;
 	case MLPROF_EV_TORCH_SCOPE:
-		if (size >= sizeof(struct mlprof_torch_scope) && pl->steps)
-			steps__on_scope(pl->steps, data);
+		if (size >= MLPROF_TORCH_SCOPE_UNNAMED_SIZE && pl->steps) {
+			/* an exit has no name field */
+			struct mlprof_torch_scope e = {0};
+
+			memcpy(&e, data, size < sizeof(e) ? size : sizeof(e));
+			steps__on_scope(pl->steps, &e);
+		}
 		break;
 	case MLPROF_EV_HEAP_FREE:
 		if (size >= sizeof(struct mlprof_free)) {
