@@ -307,7 +307,9 @@ class AgentSteps(unittest.TestCase):
     def test_agent_steps(self):
         d = tmpdir()
         out = os.path.join(d, "out")
-        loop = subprocess.Popen([TORCH_PY, LOOP, "150", "0.012", "0"], stdin=subprocess.PIPE,
+        # 300 steps: the time after the last step (interpreter shutdown) still counts as a
+        # step's until it is long past (steps.c: STALE_STEPS), a share of a short loop
+        loop = subprocess.Popen([TORCH_PY, LOOP, "300", "0.012", "0"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, text=True,
                                 env=dict(os.environ, WAIT_GO="1"))
         self.addCleanup(loop.kill)
