@@ -270,6 +270,7 @@ static void *httpd_thread(void *arg)
 	struct pollfd pfd[HTTPD_MAX_CONNS + 2];
 	int idx[HTTPD_MAX_CONNS + 2];
 
+	pthread_setname_np(pthread_self(), "mlprof-http"); /* top -H, perf */
 	for (;;) {
 		int n = 0, rc;
 		int64_t now;

@@ -292,6 +292,7 @@ static void *k8s_thread(void *arg)
 	struct k8s_client *k = arg;
 	time_t last = 0;
 
+	pthread_setname_np(pthread_self(), "mlprof-k8s"); /* top -H, perf */
 	pthread_mutex_lock(&k->lock);
 	while (!k->stop) {
 		time_t now = time(NULL);

@@ -173,6 +173,7 @@ static void *duty_thread(void *arg)
 	double duty = 1.0, rate = 0, busy_s = read_busy_s(d), attach_ns = 0, detach_ns = 0;
 	struct timespec ts;
 
+	pthread_setname_np(pthread_self(), "mlprof-faults"); /* top -H, perf */
 	for (;;) {
 		uint64_t toggles, until, t1;
 		bool on, attached;

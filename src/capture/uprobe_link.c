@@ -282,6 +282,7 @@ struct uprobe_link *uprobe_link__attach_session(struct bpf_program *prog, const 
 
 static void *release_worker(void *arg)
 {
+	pthread_setname_np(pthread_self(), "mlprof-detach"); /* top -H, perf */
 	link_free(arg);
 	return NULL;
 }

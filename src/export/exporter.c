@@ -473,6 +473,7 @@ static void *sender(void *arg)
 {
 	struct exporter *e = arg;
 
+	pthread_setname_np(pthread_self(), "mlprof-export"); /* top -H, perf */
 	pthread_mutex_lock(&e->lock);
 	while (!e->stop) {
 		uint64_t sp, now = now_ms();

@@ -300,6 +300,7 @@ static void *fetch_thread(void *arg)
 	struct debuginfod *d = arg;
 	debuginfod_client *client = debuginfod_begin();
 
+	pthread_setname_np(pthread_self(), "mlprof-dbginfo"); /* top -H, perf */
 	if (!client)
 		pr_warn("cannot start the libdebuginfod client: %s", strerror(errno));
 	else {

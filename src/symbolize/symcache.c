@@ -323,6 +323,7 @@ static void *builder_main(void *arg)
 {
 	struct symcache *sc = arg;
 
+	pthread_setname_np(pthread_self(), "mlprof-symbols"); /* top -H, perf */
 	pthread_mutex_lock(&sc->lock);
 	for (;;) {
 		struct symtab *t;

@@ -280,6 +280,7 @@ static void *scan_main(void *arg)
 	struct tscan *sc = arg;
 	uint64_t t0 = clock__ns(CLOCK_THREAD_CPUTIME_ID);
 
+	pthread_setname_np(pthread_self(), "mlprof-torch"); /* top -H, perf */
 	find_sites(sc);
 	sc->cpu_ns = clock__ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	__atomic_store_n(&sc->done, true, __ATOMIC_RELEASE);
