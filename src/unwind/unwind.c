@@ -580,14 +580,13 @@ static const struct cfi_rule *rule_get(struct unwinder *u, const struct unwind_t
 				       uint64_t vaddr);
 
 /*
- * Whether CFI covers ip (libunwind's lookup without its side effects): the rule cache answers for
- * .eh_frame (a kernel without CFI, sampled at a new pc each time, costs one table search, not
- * libunwind's); libunwind's search only where .debug_frame may still cover it.
+ * Whether CFI covers ip (libunwind's lookup without its side effects), o: ip's object (from
+ * the cached maps) or NULL. The rule cache answers for .eh_frame (a kernel without CFI,
+ * sampled at a new pc each time, costs one table search, not libunwind's); libunwind's
+ * search only where .debug_frame may still cover it.
  */
-static bool has_cfi(struct uw_call *call, uint64_t ip)
+static bool obj_has_cfi(struct uw_call *call, const struct uw_obj *o, uint64_t ip)
 {
-	const struct proc_map *m = proc_cache__find_map_cached(call->p, ip);
-	struct uw_obj *o = m ? obj_for_map(call, m) : NULL;
 	unw_proc_info_t pi;
 	bool ok;
 
@@ -601,6 +600,13 @@ static bool has_cfi(struct uw_call *call, uint64_t ip)
 	call->no_info = false;
 	call->at_entry = false;
 	return ok;
+}
+
+static bool has_cfi(struct uw_call *call, uint64_t ip)
+{
+	const struct proc_map *m = proc_cache__find_map_cached(call->p, ip);
+
+	return obj_has_cfi(call, m ? obj_for_map(call, m) : NULL, ip);
 }
 
 /*
@@ -650,7 +656,7 @@ static bool call_reaches(struct uw_call *call, uint64_t target, uint64_t pc)
 	    (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa &&
 	     ((c[4] == 0xf2 && c[5] == 0xff && c[6] == 0x25) || (c[4] == 0xff && c[5] == 0x25))))
 		return true;
-	return target <= pc && !has_cfi(call, target);
+	return target <= pc && !obj_has_cfi(call, o, target);
 }
 
 /* Frames a scan's candidate return address is followed through (scan_ra_check). */
@@ -672,7 +678,8 @@ static bool scan_ra_check(struct uw_call *call, uint64_t addr, uint64_t slot, bo
 	struct uw_obj *o;
 
 	if (!ra_after_call(call, addr, &o, &target) || (proven && !target) ||
-	    !has_cfi(call, addr - 1) || (target && !call_reaches(call, target, call->scan_pc)))
+	    !obj_has_cfi(call, o, addr - 1) ||
+	    (target && !call_reaches(call, target, call->scan_pc)))
 		return false;
 	for (int i = 0; i < SCAN_CHAIN_FRAMES; i++) {
 		const struct cfi_rule *rule =
