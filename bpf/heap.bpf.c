@@ -267,6 +267,22 @@ int heap_munmap(struct trace_event_raw_sys_enter *ctx)
 	return 0;
 }
 
+/*
+ * An exec: the process's allocator code range was the old image's. Dropped here, before the
+ * new image runs, not when user space reads the exec event: a preloaded allocator's own
+ * mmap calls in its constructor (mimalloc's first segment) were taken for the program's
+ * while the old range stood. User space sets the new image's range once it has found its
+ * allocator.
+ */
+SEC("tp/sched/sched_process_exec")
+int heap_exec(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	bpf_map_delete_elem(&heap_procs, &tgid);
+	return 0;
+}
+
 SEC("uprobe")
 int heap_entry(struct pt_regs *ctx)
 {

@@ -19,7 +19,7 @@
 
 struct heap_probes {
 	struct heap_bpf *skel;
-	struct bpf_link *tp[3]; /* direct mmap, its return, munmap */
+	struct bpf_link *tp[4]; /* direct mmap, its return, munmap, exec */
 	bool session;		/* uprobe sessions: a return probe only for sampled calls */
 	bool multi;		/* uprobe_multi links (else one link per offset) */
 };
@@ -82,10 +82,11 @@ struct heap_probes *heap_probes__new(struct sampler *s, uint64_t mean_bytes)
 		return NULL;
 	}
 	{
-		struct bpf_program *tps[3] = {o->progs.heap_mmap, o->progs.heap_mmap_exit,
-					      o->progs.heap_munmap};
+		struct bpf_program *tps[sizeof(hp->tp) / sizeof(hp->tp[0])] = {
+			o->progs.heap_mmap, o->progs.heap_mmap_exit, o->progs.heap_munmap,
+			o->progs.heap_exec};
 
-		for (int i = 0; i < 3; i++) {
+		for (size_t i = 0; i < sizeof(hp->tp) / sizeof(hp->tp[0]); i++) {
 			hp->tp[i] = bpf_program__attach(tps[i]);
 			if (!hp->tp[i]) {
 				err = -errno;
@@ -108,7 +109,7 @@ void heap_probes__free(struct heap_probes *hp)
 {
 	if (!hp)
 		return;
-	for (int i = 0; i < 3; i++)
+	for (size_t i = 0; i < sizeof(hp->tp) / sizeof(hp->tp[0]); i++)
 		bpf_link__destroy(hp->tp[i]);
 	heap_bpf__destroy(hp->skel);
 	free(hp);
