@@ -201,6 +201,40 @@ static void calibrate_cuda(struct agent *a, struct window *w)
 	free(kind);
 }
 
+/*
+ * The CPU part of the window's training-steps series: each CPU series' samples that have an
+ * ml_phase, in nanoseconds, added to the steps series of the same labels (which holds the
+ * off-CPU part already) once per window, not sample by sample.
+ */
+static void add_steps_cpu(struct agent *a, struct window *w)
+{
+	const struct event_kind *ek = event_kind__get(MLPROF_SK_STEPS);
+	int n = w->n;
+
+	if (!ek || !pipeline__steps(a->pl))
+		return;
+	for (int i = 0; i < n; i++) {
+		struct series *s = w->list[i], *t;
+		struct series_labels sl = {.keep = true, .key = s->key};
+		size_t before;
+
+		if (s->kind->kind != MLPROF_SK_CPU || !profile__any_labelled(s->prof, "ml_phase"))
+			continue;
+		/* (a CPU series' labels: __name__, then the service's) */
+		for (int k = 1; k < s->n_labels; k++)
+			sl.pairs[sl.n++] = s->labels[k];
+		t = window_series(a, w, &sl, ek);
+		if (!t) {
+			a->c.drops[DROP_ERROR]++;
+			continue;
+		}
+		before = profile__bytes(t->prof);
+		if (profile__add_selected(t->prof, s->prof, "ml_phase", 1))
+			a->c.drops[DROP_ERROR]++;
+		w->bytes += profile__bytes(t->prof) - before;
+	}
+}
+
 /* Encodes and submits every series of a window, then empties it for window idx next. */
 void agent_window__flush(struct agent *a, struct window *w, uint64_t next_idx, int64_t dur_ns)
 {
@@ -208,8 +242,10 @@ void agent_window__flush(struct agent *a, struct window *w, uint64_t next_idx, i
 	int sent = 0;
 
 	a->c.windows++;
-	if (w->n)
+	if (w->n) {
 		calibrate_cuda(a, w);
+		add_steps_cpu(a, w);
+	}
 	if (!w->n) {
 		a->c.empty_windows++;
 		pr_debug("window %" PRIu64 ": no samples", w->idx);

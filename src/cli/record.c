@@ -953,6 +953,11 @@ int record__main(int argc, char **argv)
 		fprintf(stderr,
 			"mlprof: record: warning: CUDA profiles not calibrated to the exact "
 			"counts: out of memory\n");
+	/* the training steps' CPU part: the CPU samples that have a phase, in nanoseconds */
+	if (st.prof[MLPROF_SK_STEPS] && st.prof[MLPROF_SK_CPU] &&
+	    profile__add_selected(st.prof[MLPROF_SK_STEPS], st.prof[MLPROF_SK_CPU], "ml_phase", 1))
+		fprintf(stderr, "mlprof: record: warning: the steps profile lacks CPU samples: out "
+				"of memory\n");
 	for (int k = 0; k < MLPROF_SK__COUNT; k++)
 		if (st.prof[k])
 			profile__set_duration(st.prof[k],

@@ -401,19 +401,18 @@ static void name_from_stub(struct pipeline *pl, const struct mlprof_sample *s, i
 }
 
 /*
- * Hands a sample to the sink, and a training thread's CPU or off-CPU sample a second time
- * as MLPROF_SK_STEPS: its wall time (a CPU sample stands for one sampling period) under
- * its ml_phase label, so that one profile holds a training step's whole time by phase.
+ * Hands a sample to the sink, and a training thread's off-CPU sample a second time as
+ * MLPROF_SK_STEPS: its wall time under its ml_phase label, so that one profile holds a
+ * training step's whole time by phase. The CPU samples' part of it is the CPU profile's
+ * samples that have an ml_phase, which the sink adds to its steps profile when it writes
+ * them out (profile__add_selected), not sample by sample.
  */
 static int emit_sample(struct pipeline *pl, struct sample_info *info, int n)
 {
 	int err = pl->sink(pl->sink_ctx, info, pl->frames, n);
 
-	if (err || !info->ml_phase || info->inuse ||
-	    (info->kind != MLPROF_SK_CPU && info->kind != MLPROF_SK_OFFCPU))
+	if (err || !info->ml_phase || info->inuse || info->kind != MLPROF_SK_OFFCPU)
 		return err;
-	if (info->kind == MLPROF_SK_CPU)
-		info->value *= pl->cfg.freq_hz ? 1000000000ll / pl->cfg.freq_hz : 0;
 	info->kind = MLPROF_SK_STEPS;
 	return info->value ? pl->sink(pl->sink_ctx, info, pl->frames, n) : 0;
 }

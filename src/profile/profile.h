@@ -50,6 +50,16 @@ void profile__free(struct profile *p);
 int profile__add(struct profile *p, const struct frame *frames, int n_frames, const int64_t *values,
 		 const struct profile_label *labels, int n_labels);
 
+/*
+ * Adds to dst (one sample type) every sample of src that has a string label key, with src's
+ * value vi, its stack and labels unchanged (a view of src, e.g. the training-steps profile:
+ * the CPU samples with an ml_phase, in nanoseconds). Returns 0 or -errno; samples that do
+ * not fit dst's bound are counted in its profile__dropped().
+ */
+int profile__add_selected(struct profile *dst, const struct profile *src, const char *key, int vi);
+/* Whether a sample of p has a string label key. */
+bool profile__any_labelled(const struct profile *p, const char *key);
+
 void profile__set_duration(struct profile *p, int64_t duration_nanos);
 /* Sets the start of the profile (wall clock ns since the epoch). */
 void profile__set_time(struct profile *p, int64_t time_nanos);

@@ -75,6 +75,14 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
  * do not each scan up to the whole copy.
  */
 #define SCAN_HINT_SLOTS 4096
+/*
+ * The frames each of ECHO_SLOTS threads (by tid) was last stepped through: the next sample of
+ * a thread mostly repeats them (the same callers at the same stack addresses), so their
+ * step-cache slots and the stack words they read are prefetched together at its start, not
+ * missed one after another as each step learns where the next one is.
+ */
+#define ECHO_SLOTS  64
+#define ECHO_FRAMES 64
 /* Bound on the translated .debug_frame images and indexes held by all tables together. */
 #define MAX_DEBUG_FRAME_TOTAL (256ull << 20)
 
@@ -112,7 +120,15 @@ struct step_slot {
 /* A scan's result by (gen, pc); gen 0: empty. off: the return address's slot above sp. */
 struct scan_hint {
 	uint64_t gen, pc;
-	uint64_t off;
+	uint64_t off; /* of the return address from the stack pointer */
+	uint64_t ra;  /* the return address that was there, checked whole */
+};
+
+/* The frames a thread's last unwind stepped through: the pc each was stepped at, its cfa. */
+struct echo {
+	uint64_t gen;
+	uint32_t tid, n;
+	uint64_t pc[ECHO_FRAMES], cfa[ECHO_FRAMES];
 };
 
 struct unwinder {
@@ -120,6 +136,7 @@ struct unwinder {
 	struct rule_slot *rules; /* RULE_SLOTS */
 	struct step_slot *steps; /* STEP_SLOTS */
 	struct scan_hint *hints; /* SCAN_HINT_SLOTS */
+	struct echo *echoes;	 /* ECHO_SLOTS */
 	struct uw_space spaces[MAX_SPACES];
 	size_t nspaces;
 	struct unwind_table *tables[MAX_TABLES];
@@ -142,7 +159,8 @@ struct uw_call {
 	bool no_info;	/* find_proc_info found nothing during this step */
 	bool at_entry;	/* ... and the pc was at an ELF entry point: the outermost frame */
 	uint64_t no_info_ip;
-	uint64_t scan_pc; /* the pc of the frame a scan looks for the return address of */
+	uint64_t scan_pc;  /* the pc of the frame a scan looks for the return address of */
+	struct echo *echo; /* the thread's frames, rewritten as this unwind steps */
 };
 
 /* ---- unwind tables (shared by every process that maps the file) ---- */
@@ -517,11 +535,13 @@ struct unwinder *unwinder__new(struct proc_cache *pc)
 	u->rules = calloc(RULE_SLOTS, sizeof(*u->rules));
 	u->steps = calloc(STEP_SLOTS, sizeof(*u->steps));
 	u->hints = calloc(SCAN_HINT_SLOTS, sizeof(*u->hints));
-	if (!u->fp || !u->rules || !u->steps || !u->hints) {
+	u->echoes = calloc(ECHO_SLOTS, sizeof(*u->echoes));
+	if (!u->fp || !u->rules || !u->steps || !u->hints || !u->echoes) {
 		unwind_fp__free(u->fp);
 		free(u->rules);
 		free(u->steps);
 		free(u->hints);
+		free(u->echoes);
 		free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -557,6 +577,7 @@ void unwinder__free(struct unwinder *u)
 	free(u->rules);
 	free(u->steps);
 	free(u->hints);
+	free(u->echoes);
 	free(u);
 }
 
@@ -726,17 +747,23 @@ static bool scan(struct uw_call *call, const struct fp_stack *stack, struct fp_r
 	struct scan_hint *hint = &call->u->hints[(h >> 40) % SCAN_HINT_SLOTS];
 
 	call->scan_pc = pc;
+	/*
+	 * The same return address at the same place as last time from this pc (a kernel
+	 * called from the same site again): it passed the whole check then; checking its
+	 * callers again would walk the frames that the unwind walks next anyway.
+	 */
 	if (hint->gen == gen && hint->pc == pc && fp_stack__word(stack, sp + hint->off, &w) &&
-	    w > 4096 && scan_ra_ok(call, w, sp + hint->off)) {
+	    w > 4096 && (w == hint->ra || scan_ra_ok(call, w, sp + hint->off))) {
 		r->ip = w;
 		r->sp = sp + hint->off + 8;
+		hint->ra = w;
 		call->u->stats.scan_hinted++;
 		return true;
 	}
 	if (!unwind_fp__scan(stack, SCAN_MAX_BYTES, scan_ra_proven, call, r) &&
 	    !unwind_fp__scan(stack, SCAN_MAX_BYTES, scan_ra_ok, call, r))
 		return false;
-	*hint = (struct scan_hint){gen, pc, r->sp - 8 - sp};
+	*hint = (struct scan_hint){gen, pc, r->sp - 8 - sp, r->ip};
 	return true;
 }
 
@@ -892,6 +919,10 @@ static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupte
 		     !fp_stack__word(&stack, cfa + (uint64_t)(int64_t)rule->rbp_off, &bp)))
 			return false;
 		u->stats.fast_frames++;
+		if (call->echo->n < ECHO_FRAMES) {
+			call->echo->pc[call->echo->n] = pc;
+			call->echo->cfa[call->echo->n++] = cfa;
+		}
 		if (!ra) {
 			*end = UNWIND_END_COMPLETE;
 			return true;
@@ -906,6 +937,29 @@ static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupte
 		}
 		interrupted = false;
 	}
+}
+
+/*
+ * The thread's echo slot, its last unwind's step slots and stack words prefetched where
+ * this sample's copy holds them; the slot is then rewritten by this unwind.
+ */
+static struct echo *echo_begin(struct unwinder *u, const struct proc *p,
+			       const struct mlprof_sample *s)
+{
+	struct echo *e = &u->echoes[(s->tid * 0x9e3779b9u >> 16) % ECHO_SLOTS];
+	uint64_t lo = s->regs[MLPROF_REG_SP], len = s->ustack_len;
+
+	if (e->tid == s->tid && e->gen == p->gen) {
+		for (uint32_t i = 0; i < e->n; i++) {
+			__builtin_prefetch(step_slot_of(u, p->gen, e->pc[i]));
+			if (e->cfa[i] - 8 >= lo && e->cfa[i] - lo <= len)
+				__builtin_prefetch(s->ustack + (e->cfa[i] - 8 - lo));
+		}
+	}
+	e->tid = s->tid;
+	e->gen = p->gen;
+	e->n = 0;
+	return e;
 }
 
 /* Points libunwind's cursor at the frame r (already in pcs) with the sample's other registers. */
@@ -949,6 +1003,7 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 		*end = finish(u, UNWIND_END_NO_INFO, n);
 		return n;
 	}
+	call.echo = echo_begin(u, p, s);
 	call.sp = space_get(u, p);
 	make_room(u, call.sp);
 	if (!call.sp) {

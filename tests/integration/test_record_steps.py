@@ -368,7 +368,19 @@ class AgentSteps(unittest.TestCase):
                 wall[ph] = wall.get(ph, 0) + vals[-1]
                 if ph == "data_wait" and any(n.endswith("__getitem__") for n in names):
                     under += vals[-1]
-        ctx = "\nml_steps (ns) by ml_phase: %s%s" % (wall, ctx)
+        # the CPU part of ml_steps is the CPU series' samples that have a phase (added at
+        # each window's flush): every phase's CPU time is in it (its off-CPU time on top)
+        cpu = {}
+        for f in glob.glob(os.path.join(out, "py_steps-*.pb.gz")):
+            for names, vals, labels in pprof_reader.load(f).stacks():
+                ph = labels.get("ml_phase")
+                if ph:
+                    cpu[ph] = cpu.get(ph, 0) + vals[-1]
+        ctx = "\nml_steps (ns) by ml_phase: %s\nprocess_cpu (ns) by ml_phase: %s%s" % (
+            wall, cpu, ctx)
+        self.assertGreater(sum(cpu.values()), 0, ctx)
+        for ph, ns in cpu.items():
+            self.assertGreaterEqual(wall.get(ph, 0), ns, ctx)
         self.assertNotIn(None, wall, ctx)
         self.assertLess(abs(wall.get("data_wait", 0) / sum(wall.values()) - share), 0.07, ctx)
         self.assertGreaterEqual(under / wall["data_wait"], 0.90, ctx)

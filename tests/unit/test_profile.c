@@ -394,6 +394,79 @@ static void test_idents(void)
 	profile__free(memo);
 }
 
+/*
+ * profile__add_selected: the samples of a CPU profile that have an ml_phase label go to a
+ * one-value profile with their nanoseconds, stacks (named, unnamed by address, Python,
+ * kernel) and labels as they were; the others do not.
+ */
+static void test_selected(void)
+{
+	struct profile_config c = cfg(0), w = {
+						  .n_sample_types = 1,
+						  .sample_types = {{"wall", "nanoseconds"}},
+						  .period_type = {"wall", "nanoseconds"},
+					  };
+	struct profile *src = profile__new(&c), *dst = profile__new(&w);
+	struct frame_mapping m = {0x400000, 0x900000, 0x1000, "/opt/app/bin/trainer", "0123abcd"};
+	struct frame named[3] = {
+		{.kind = FRAME_NATIVE, .addr = 0x401234, .function = "gemm", .map = &m, .ident = 5},
+		{.kind = FRAME_PYTHON,
+		 .function = "train_step",
+		 .file = "loop.py",
+		 .line = 21,
+		 .start_line = 19},
+		{.kind = FRAME_KERNEL, .addr = 0xffffffff81000000, .function = "do_syscall_64"},
+	};
+	struct frame unnamed = {.kind = FRAME_NATIVE, .addr = 0x402000, .map = &m};
+	struct profile_label opt[2] = {{.key = "pid", .num = 7},
+				       {.key = "ml_phase", .str = "optimizer"}};
+	struct profile_label cpu[2] = {{.key = "pid", .num = 7},
+				       {.key = "ml_phase", .str = "cpu_compute"}};
+	struct profile_label none[1] = {{.key = "pid", .num = 7}};
+	int64_t v[2] = {1, 10000000};
+	struct names_of a = {src, malloc(1 << 16), 0, 1 << 16};
+	struct names_of b = {dst, malloc(1 << 16), 0, 1 << 16};
+	struct collected col = {0};
+
+	CHECK(src && dst && a.out && b.out, "profiles");
+	CHECK_INT(profile__add(src, named, 3, v, opt, 2), 0);
+	CHECK_INT(profile__add(src, named, 3, v, opt, 2), 0);
+	CHECK_INT(profile__add(src, named, 2, v, cpu, 2), 0);
+	CHECK_INT(profile__add(src, named, 3, v, none, 1), 0);
+	CHECK_INT(profile__add(src, &unnamed, 1, v, cpu, 2), 0);
+	CHECK(profile__any_labelled(src, "ml_phase"), "src has phases");
+	CHECK(!profile__any_labelled(src, "nothing"), "no such label");
+	CHECK_INT(profile__add_selected(src, src, "ml_phase", 1), -EINVAL); /* two values */
+	CHECK_INT(profile__add_selected(dst, src, "ml_phase", 2), -EINVAL);
+
+	CHECK_INT(profile__add_selected(dst, src, "ml_phase", 1), 0);
+	CHECK_INT(profile__n_samples(dst), 3);
+	CHECK_INT(profile__total(dst, 0), 40000000);
+	CHECK_INT(profile__for_each_sample(dst, append_names, &b), 0);
+	CHECK(strstr(b.out, "gemm;train_step (loop.py:21);do_syscall_64_[k];=20000000\n") != NULL,
+	      "the optimizer's stack, merged");
+	CHECK(strstr(b.out, "gemm;train_step (loop.py:21);=10000000\n") != NULL,
+	      "the compute stack");
+	/* (module+offset: the mapping and its file offset came along) */
+	CHECK(strstr(b.out, "trainer+0x3000;=10000000\n") != NULL, "unnamed, by its mapping");
+	CHECK(!strstr(b.out, "=30000000"), "the sample without a phase left out");
+	profile__for_each_sample(dst, collect, &col);
+	for (int i = 0; i < col.n; i++) {
+		CHECK_INT(col.n_labels[i], 2);
+		CHECK_STR(col.labels[i][0].key, "ml_phase");
+		CHECK_STR(col.labels[i][1].key, "pid");
+		CHECK_INT(col.labels[i][1].num, 7);
+	}
+	/* added again: the same samples, twice the values */
+	CHECK_INT(profile__add_selected(dst, src, "ml_phase", 1), 0);
+	CHECK_INT(profile__n_samples(dst), 3);
+	CHECK_INT(profile__total(dst, 0), 80000000);
+	free(a.out);
+	free(b.out);
+	profile__free(src);
+	profile__free(dst);
+}
+
 int main(void)
 {
 	test_merge_and_share();
@@ -402,5 +475,6 @@ int main(void)
 	test_names();
 	test_many();
 	test_idents();
+	test_selected();
 	return check_done("profile");
 }
