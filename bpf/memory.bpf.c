@@ -559,6 +559,7 @@ int BPF_PROG(on_fault_user, unsigned long address, struct pt_regs *regs, unsigne
 {
 	struct x86_regs uregs;
 
+	stat_inc(MLPROF_STAT_FAULTS_SEEN); /* the fault rate (fault_duty.c) */
 	if (!(error_code & PF_WRITE) || !fault_picked(regs))
 		return 0;
 	if (bpf_probe_read_kernel(&uregs, sizeof(uregs), regs))
@@ -571,6 +572,7 @@ int BPF_PROG(on_fault_user, unsigned long address, struct pt_regs *regs, unsigne
 SEC("tp_btf/page_fault_kernel")
 int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
+	stat_inc(MLPROF_STAT_FAULTS_SEEN);
 	if (!(error_code & PF_WRITE) || address >= USER_TOP || !fault_picked(NULL))
 		return 0;
 	capture_fault(ctx, address, NULL);

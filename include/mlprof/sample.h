@@ -230,6 +230,7 @@ enum mlprof_bpf_stat {
 	MLPROF_STAT_HEAP_LOST,	     /* heap end/free events lost to a full ring buffer */
 	MLPROF_STAT_TORCH_LOST,	     /* PyTorch scope events lost to a full ring buffer */
 	MLPROF_STAT_TENSOR_LIVE_FULL, /* sampled tensors not tracked to their free: table full */
+	MLPROF_STAT_FAULTS_SEEN,      /* page faults the memory-growth programs saw (attached) */
 	MLPROF_STAT__COUNT,
 };
 

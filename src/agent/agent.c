@@ -293,7 +293,8 @@ static int run(struct agent *a, const sigset_t *sigs)
 		siginfo_t si;
 		int sig, n;
 
-		n = pipeline__poll(a->pl, 100);
+		/* (the signals are blocked: SIGTERM is seen within a poll period) */
+		n = pipeline__poll(a->pl, PIPELINE_POLL_MS);
 		if (n < 0 && n != -EINTR) {
 			pr_err("sampling failed: %s", strerror(-n));
 			ret = n;

@@ -165,6 +165,8 @@ const char *sampler__stat_name(enum mlprof_bpf_stat stat)
 		return "memory_rate_capped";
 	case MLPROF_STAT_CUDA_HOLDS:
 		return "cuda_holds";
+	case MLPROF_STAT_FAULTS_SEEN:
+		return "page_faults_seen";
 	case MLPROF_STAT__COUNT:
 		break;
 	}
@@ -526,6 +528,33 @@ static bool mmap_unlock_usable(void)
 }
 
 /*
+ * Counter idx summed over CPUs into *sum, vals: room for one slot per possible CPU (what a
+ * per-CPU lookup returns). 0 or -errno.
+ */
+static int stat_sum(const struct sampler *s, __u32 idx, __u64 *vals, uint64_t *sum)
+{
+	*sum = 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &idx, vals))
+		return -errno;
+	for (int c = 0; c < s->ncpus; c++)
+		*sum += vals[c];
+	return 0;
+}
+
+/* The page faults the memory-growth programs saw (their counter): fault_duty's rate. */
+static uint64_t faults_seen(void *ctx)
+{
+	const struct sampler *s = ctx;
+	__u64 *vals = calloc(s->ncpus, sizeof(*vals));
+	uint64_t sum = 0;
+
+	if (vals)
+		stat_sum(s, MLPROF_STAT_FAULTS_SEEN, vals, &sum);
+	free(vals);
+	return sum;
+}
+
+/*
  * Loads and attaches the memory-growth object (sampled page faults, releases), maps shared.
  * Returns 0 or -errno (logged).
  */
@@ -574,7 +603,8 @@ static int memory_setup(struct sampler *s, const struct sampler_config *cfg)
 	if (cfg->memory_max_faults) {
 		struct bpf_program *progs[] = {o->progs.on_fault_user, o->progs.on_fault_kernel};
 		struct bpf_link *links[] = {o->links.on_fault_user, o->links.on_fault_kernel};
-		struct fault_duty_config dc = {.max_rate = cfg->memory_max_faults};
+		struct fault_duty_config dc = {
+			.max_rate = cfg->memory_max_faults, .count = faults_seen, .count_ctx = s};
 
 		s->duty = fault_duty__start(progs, links, 2, &o->data->mem_duty_weight,
 					    MEM_WEIGHT_ONE, &dc);
@@ -1049,6 +1079,7 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 	int n, m;
 
 	n = ring_buffer__poll(s->rb, timeout_ms);
+	fault_duty__tick(s->duty); /* (its thread sleeps while the fault rate is low) */
 	if (n < 0)
 		return n;
 	/* batched records raise no epoll event: consume whatever is pending */
@@ -1062,25 +1093,15 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 int sampler__stats(struct sampler *s, uint64_t *out)
 {
 	__u64 *vals;
-	int fd, err = 0;
+	int err = 0;
 
 	if (!s || !out)
 		return -EINVAL;
-	/* per-CPU lookups return one 8-byte slot per possible CPU */
 	vals = calloc(s->ncpus, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	fd = bpf_map__fd(s->skel->maps.stats);
-	for (__u32 i = 0; i < MLPROF_STAT__COUNT; i++) {
-		out[i] = 0;
-		if (bpf_map_lookup_elem(fd, &i, vals)) {
-			err = -errno;
-			goto cleanup;
-		}
-		for (int c = 0; c < s->ncpus; c++)
-			out[i] += vals[c];
-	}
-cleanup:
+	for (__u32 i = 0; i < MLPROF_STAT__COUNT && !err; i++)
+		err = stat_sum(s, i, vals, &out[i]);
 	free(vals);
 	return err;
 }

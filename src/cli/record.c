@@ -85,6 +85,12 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
+/* Only interrupts the poll (EINTR), so that the command's exit is seen at once. */
+static void on_child(int sig)
+{
+	(void)sig;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -781,7 +787,13 @@ static int run_loop(struct record_opts *o, struct pipeline *pl, pid_t child, int
 	int err;
 
 	while (!stop_requested) {
-		err = pipeline__poll(pl, 100);
+		uint64_t now = clock__ns(CLOCK_MONOTONIC);
+		int ms = PIPELINE_POLL_MS;
+
+		/* (the command's exit interrupts the wait: SIGCHLD) */
+		if (deadline != UINT64_MAX && (deadline - now) / 1000000 < (uint64_t)ms)
+			ms = now >= deadline ? 0 : (int)((deadline - now) / 1000000) + 1;
+		err = pipeline__poll(pl, ms);
 		if (clock__ns(CLOCK_MONOTONIC) >= next_gc) {
 			/* Frees exited processes and replaced map sets; samples are handled
 			 * synchronously, so nothing borrowed from the caches is still in use. */
@@ -861,6 +873,10 @@ int record__main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* (SA_RESTART: other calls go on; epoll_wait returns EINTR whatever the flag) */
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	sigaction(SIGCHLD, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (o.cmd) {

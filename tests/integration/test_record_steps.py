@@ -72,14 +72,14 @@ class RecordSteps(unittest.TestCase):
         self.assertEqual(len(lines), 1, "one training process expected:\n" + cp.stderr)
         return js[0], lines[0], cp.stderr
 
-    def check(self, truth, line, err, opt_tol=3.0, cpu_tol=5.0):
+    def check(self, truth, line, err, opt_tol=3.0, cpu_tol=5.0, wall_tol=0.01):
         ctx = "\ntruth %s\n%s" % (truth, err)
         steps, mean_ms = int(line[2]), float(line[3])
         gpu, data, comm, opt, cpu, other = (float(x) for x in line[6:12])
         self.assertLessEqual(abs(steps - truth["steps"]), 1, ctx)
         total = truth["total"]
         # the steps' wall time, and the phases adding up to it
-        self.assertLess(abs(mean_ms * steps / 1e3 - total) / total, 0.01, ctx)
+        self.assertLess(abs(mean_ms * steps / 1e3 - total) / total, wall_tol, ctx)
         self.assertAlmostEqual(gpu + data + comm + opt + cpu + other, 100.0, delta=0.3)
         self.assertEqual(comm, 0.0, ctx)
         self.assertLess(abs(gpu - 100 * truth["gpu"] / total), 2.0, ctx)
@@ -114,7 +114,10 @@ class RecordSteps(unittest.TestCase):
         # of us, timed by the loop as optimizer) is several points, and goes to cpu_compute
         # (the loop's compute is the rest of its step): 7 and 9 allowed here (a clean CI
         # run measured cpu_compute 7.5 points over; opt 4.7 under, data 1.4 under)
-        self.check(truth, line, err, opt_tol=7.0, cpu_tol=9.0)
+        # the steps' wall time: from one step's first scope to the next one's, the loop's
+        # own bookkeeping between its timers included: a few us of a 0.3 ms step (1.2-1.4%
+        # over in 2 of 8 runs on a busy VM), 2% allowed
+        self.check(truth, line, err, opt_tol=7.0, cpu_tol=9.0, wall_tol=0.02)
         self.assertLess(float(line[3]), 3.0, err)
         # the VM's steal time (the vCPU not running) counts as off CPU: up to ~6% here
         self.assertLess(float(line[11]), 10.0, err)

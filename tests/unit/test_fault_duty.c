@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of the page-fault duty cycle: its policy, and its thread run over real
- * /proc/vmstat and /proc/stat with no program to attach (the integration test
- * it.record_memory runs it with the real BPF programs).
+ * Unit tests of the page-fault duty cycle: its policy, and its thread run over this
+ * process's own fault count (getrusage, in place of the programs' counter) and the real
+ * /proc/stat with no program to attach (the integration test it.record_memory runs it with
+ * the real BPF programs and their counter).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "capture/fault_duty.h"
@@ -25,9 +27,18 @@ static void touch_fresh_memory(size_t len)
 	munmap(p, len);
 }
 
+/* The faults of this process so far: what the BPF programs' counter would see of it. */
+static uint64_t own_faults(void *ctx)
+{
+	struct rusage ru;
+
+	(void)ctx;
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+}
+
 int main(void)
 {
-	struct fault_duty_config cfg = {.max_rate = 1, .slot_ms = 5};
+	struct fault_duty_config cfg = {.max_rate = 1, .slot_ms = 5, .count = own_faults};
 	struct bpf_program *progs[1] = {NULL};
 	struct bpf_link *links[1] = {NULL};
 	volatile uint32_t weight = 1024;
@@ -45,6 +56,10 @@ int main(void)
 	      "no programs accepted");
 	CHECK(fault_duty__start(progs, links, 1, NULL, 1024, &cfg) == NULL && errno == EINVAL,
 	      "no weight accepted");
+	cfg.count = NULL;
+	CHECK(fault_duty__start(progs, links, 1, &weight, 1024, &cfg) == NULL && errno == EINVAL,
+	      "no fault counter accepted");
+	cfg.count = own_faults;
 
 	/*
 	 * A cap of 1 fault per second: any machine faults faster (this test writes fresh
@@ -74,5 +89,29 @@ int main(void)
 	      (unsigned long long)st.total_ns);
 	CHECK(weight == 4096, "weight %u", (unsigned)weight);
 	CHECK_INT(st.toggles, 0); /* nothing to attach */
+
+	/*
+	 * Far below the cap (quiet: a few faults a second against 20000) the thread sleeps
+	 * up to 5 s; then the faults mount and fault_duty__tick, called as a consumer's poll
+	 * would, wakes it: the duty is down to the floor within a few tenths of a second.
+	 */
+	cfg.max_rate = 20000;
+	weight = 1024;
+	d = fault_duty__start(progs, links, 1, &weight, 1024, &cfg);
+	CHECK(d != NULL, "fault_duty__start: %s", strerror(errno));
+	if (!d)
+		return check_done("fault_duty");
+	nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+	fault_duty__stats(d, &st);
+	CHECK(st.duty == 1.0 && st.fault_rate < 5000, "quiet: duty %g, rate %g", st.duty,
+	      st.fault_rate);
+	for (int i = 0; i < 40; i++) {
+		touch_fresh_memory(4 << 20);
+		fault_duty__tick(d);
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+	}
+	fault_duty__stats(d, &st);
+	fault_duty__stop(d);
+	CHECK(st.duty == 0.25, "woken by the tick: duty %g, fault rate %g", st.duty, st.fault_rate);
 	return check_done("fault_duty");
 }
