@@ -29,8 +29,17 @@
 #define SC_QUEUE_MAX	     64	  /* builds queued or in progress at most */
 #define SC_EVICTED_MEMORY    1024 /* keys of evicted indexes remembered (rebuilds) */
 #define SC_NAME_MAX	     8192 /* longer symbol names are cut */
-#define SC_DEMANGLE_MAX_LEN  4096 /* longer demangled names are cut */
-#define SC_DEMANGLE_BUCKETS  4096 /* demangled-name hash buckets (chained) */
+/*
+ * The SC_RECENT functions named last, with their names: a new pc in one of them (a kernel
+ * sampled at address after address) is named without searching the index, reading the name
+ * from the file and looking up its demangled form (~6.6 kcycles a pc, cold, on PyTorch's
+ * libraries; on the PyPI torch loop 28% of lookups were answered here, 11% with 16 slots).
+ * Names longer than SC_RECENT_NAME are not kept here.
+ */
+#define SC_RECENT	    64
+#define SC_RECENT_NAME	    480
+#define SC_DEMANGLE_MAX_LEN 4096 /* longer demangled names are cut */
+#define SC_DEMANGLE_BUCKETS 4096 /* demangled-name hash buckets (chained) */
 
 enum symtab_state { ST_BUILDING = 0, ST_READY };
 
@@ -49,6 +58,13 @@ struct symtab {
 	struct elf_file *req_ef;
 	char *req_root;
 	struct symtab *qnext;
+};
+
+/* A function named lately: [lo, hi) of index gen (0: empty), its name as shown. */
+struct recent_fn {
+	uint64_t gen, lo, hi;
+	const char *source;
+	char name[SC_RECENT_NAME];
 };
 
 /* A demangled name of symbol idx of index gen, on a hash chain and the LRU list. */
@@ -86,6 +102,8 @@ struct symcache {
 	struct demangled *dm[SC_DEMANGLE_BUCKETS];
 	struct lru_list dm_lru;
 	char name[SC_NAME_MAX];
+	struct recent_fn recent[SC_RECENT]; /* a ring: next_recent is the oldest */
+	unsigned next_recent;
 	struct dwarf_lines *lines; /* source lines, bounded on its own */
 	struct debuginfod *dbgd;   /* debug files by build id from servers; NULL when off */
 
@@ -650,6 +668,39 @@ static void add_line(struct symcache *sc, const struct symtab *t, uint64_t vaddr
 	}
 }
 
+/* Names vaddr of index gen from a function named lately: true when one covers it. */
+static bool recent_find(struct symcache *sc, uint64_t gen, uint64_t vaddr, struct sym_result *out)
+{
+	for (unsigned i = 0; i < SC_RECENT; i++) {
+		const struct recent_fn *r = &sc->recent[i];
+
+		if (r->gen == gen && vaddr >= r->lo && vaddr < r->hi) {
+			out->name = r->name;
+			out->offset = vaddr - r->lo;
+			out->source = r->source;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Remembers the function [lo, lo + size) of index gen as out names it (the oldest goes). */
+static void recent_put(struct symcache *sc, uint64_t gen, uint64_t lo, uint64_t size,
+		       const struct sym_result *out)
+{
+	struct recent_fn *r = &sc->recent[sc->next_recent];
+	size_t len = strlen(out->name);
+
+	if (!size || len >= sizeof(r->name))
+		return;
+	memcpy(r->name, out->name, len + 1);
+	r->gen = gen;
+	r->lo = lo;
+	r->hi = lo + size;
+	r->source = out->source;
+	sc->next_recent = (sc->next_recent + 1) % SC_RECENT;
+}
+
 /* See symcache.h. stats.hits counts lookups whose index was ready. */
 int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_prefix,
 		     uint64_t vaddr, struct sym_result *out)
@@ -674,6 +725,13 @@ int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_
 
 	if (symindex__go(t->ix) && go_lookup(symindex__go(t->ix), vaddr, out) == 0)
 		return 0;
+	out->file = NULL;
+	out->line = out->start_line = 0;
+	if (recent_find(sc, t->gen, vaddr, out)) {
+		sc->stats.recent_hits++;
+		add_line(sc, t, vaddr, out);
+		return 0;
+	}
 	if (symindex__find(t->ix, vaddr, &hit))
 		return -ENOENT;
 	plain = symindex__plain_name(&hit, sc->name, sizeof(sc->name));
@@ -682,8 +740,7 @@ int symcache__lookup(struct symcache *sc, struct elf_file *ef, const char *root_
 			    : plain;
 	out->offset = hit.offset;
 	out->source = hit.source;
-	out->file = NULL;
-	out->line = out->start_line = 0;
+	recent_put(sc, t->gen, vaddr - hit.offset, hit.size, out);
 	add_line(sc, t, vaddr, out);
 	return 0;
 }

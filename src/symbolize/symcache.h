@@ -56,6 +56,7 @@ struct symcache_stats {
 	uint64_t demangle_bytes;     /* bytes held by demangled names */
 	uint64_t demangle_evictions; /* demangled names evicted by their bound */
 	uint64_t lookups, hits;
+	uint64_t recent_hits; /* ... named from a function named lately (no index search) */
 	/* source lines (DWARF): result cache lookups, hits, bytes, evictions */
 	uint64_t line_lookups, line_hits, line_bytes, line_evictions;
 };

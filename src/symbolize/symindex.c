@@ -657,6 +657,7 @@ int symindex__find(const struct symindex *ix, uint64_t vaddr, struct symindex_hi
 	hit->raw_max = st->size - s->name;
 	hit->idx = lo;
 	hit->offset = rel - s->addr;
+	hit->size = size;
 	hit->source = src_names[s->size_src >> SI_SIZE_BITS];
 	return 0;
 }

@@ -26,6 +26,7 @@ struct symindex_hit {
 	size_t raw_max;	    /* bytes readable at raw (the rest of its string table) */
 	uint32_t idx;	    /* symbol number in the index: (index, idx) names a function */
 	uint64_t offset;    /* vaddr - symbol start */
+	uint64_t size;	    /* the symbol's size: it covers [vaddr - offset, + size) */
 	const char *source; /* "symtab", "dynsym", "minidebuginfo", "debuginfo" (static) */
 };
 

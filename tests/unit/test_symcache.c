@@ -117,6 +117,21 @@ static void test_full(void)
 	CHECK_INT(r.offset, m - 1 - a);
 	CHECK_INT(symcache__lookup(sc, ef, NULL, m, &r), 0);
 	CHECK_STR(r.name, "main");
+	/* a second pc of a function named lately: from the recent functions, same answer */
+	{
+		struct symcache_stats st0, st1;
+
+		symcache__stats(sc, &st0);
+		CHECK_INT(symcache__lookup(sc, ef, NULL, m + 1, &r), 0);
+		CHECK_STR(r.name, "main");
+		CHECK_INT(r.offset, 1);
+		CHECK_STR(r.source, "symtab");
+		CHECK_INT(symcache__lookup(sc, ef, NULL, a + 1, &r), 0);
+		CHECK_STR(r.name, "asm_nosize");
+		CHECK_INT(r.offset, 1);
+		symcache__stats(sc, &st1);
+		CHECK_INT(st1.recent_hits - st0.recent_hits, 2);
+	}
 	/* below every function */
 	CHECK_INT(symcache__lookup(sc, ef, NULL, 0x10, &r), -ENOENT);
 	CHECK_INT(symcache__lookup(sc, ef, NULL, UINT64_MAX, &r), -ENOENT);
@@ -424,25 +439,32 @@ static void test_big_library(void)
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		printf("test_symcache: %s table built in %.1f ms\n", libs[i],
 		       (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
-		/* every sized global function resolves to an alias at the same address */
-		for (uint64_t off = 24; off + 24 <= dynsym.size; off += 24) {
-			uint64_t value, size;
-			uint8_t info;
-			uint16_t shndx;
+		/*
+		 * every sized global function resolves to an alias at the same address, at
+		 * both ends (the lookup searches the bucket of the address only): the ends in
+		 * one pass and the starts in another, so that the functions named lately
+		 * (which answer a second pc of the same function) answer neither
+		 */
+		for (int pass = 0; pass < 2; pass++) {
+			for (uint64_t off = 24; off + 24 <= dynsym.size; off += 24) {
+				uint64_t value, size;
+				uint8_t info;
+				uint16_t shndx;
 
-			memcpy(&info, dynsym.data + off + 4, 1);
-			memcpy(&shndx, dynsym.data + off + 6, 2);
-			memcpy(&value, dynsym.data + off + 8, 8);
-			memcpy(&size, dynsym.data + off + 16, 8);
-			if ((info & 15) != 2 || !shndx || !size)
-				continue;
-			/* (both ends: the lookup searches the bucket of the address only) */
-			if (symcache__lookup(sc, ef, NULL, value + size - 1, &r) == 0 &&
-			    r.offset <= size - 1 &&
-			    symcache__lookup(sc, ef, NULL, value, &r) == 0 && r.offset == 0)
-				resolved++;
-			else
-				CHECK(0, "%s: %llx unresolved", libs[i], (unsigned long long)value);
+				memcpy(&info, dynsym.data + off + 4, 1);
+				memcpy(&shndx, dynsym.data + off + 6, 2);
+				memcpy(&value, dynsym.data + off + 8, 8);
+				memcpy(&size, dynsym.data + off + 16, 8);
+				if ((info & 15) != 2 || !shndx || !size)
+					continue;
+				if (symcache__lookup(sc, ef, NULL, pass ? value : value + size - 1,
+						     &r) == 0 &&
+				    r.offset == (pass ? 0 : size - 1))
+					resolved += pass;
+				else
+					CHECK(0, "%s: %llx unresolved", libs[i],
+					      (unsigned long long)value);
+			}
 		}
 		CHECK(resolved > 100, "%s: %u resolved", libs[i], resolved);
 		CHECK(symcache__lookup(sc, ef, NULL, 1ull << 40, &r) == -ENOENT, "%s: far above",
