@@ -791,8 +791,10 @@ static int run_loop(struct record_opts *o, struct pipeline *pl, pid_t child, int
 		int ms = PIPELINE_POLL_MS;
 
 		/* (the command's exit interrupts the wait: SIGCHLD) */
-		if (deadline != UINT64_MAX && (deadline - now) / 1000000 < (uint64_t)ms)
-			ms = now >= deadline ? 0 : (int)((deadline - now) / 1000000) + 1;
+		if (deadline != UINT64_MAX && now >= deadline)
+			ms = 0;
+		else if (deadline != UINT64_MAX && (deadline - now) / 1000000 < (uint64_t)ms)
+			ms = (int)((deadline - now) / 1000000) + 1;
 		err = pipeline__poll(pl, ms);
 		if (clock__ns(CLOCK_MONOTONIC) >= next_gc) {
 			/* Frees exited processes and replaced map sets; samples are handled
