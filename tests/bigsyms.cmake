@@ -62,3 +62,9 @@ add_test(NAME it.record_bigsyms
 set_tests_properties(it.record_bigsyms PROPERTIES LABELS "integration;root"
   ENVIRONMENT "MLPROF=$<TARGET_FILE:mlprof>;WL_DIR=${CMAKE_CURRENT_BINARY_DIR}/workloads;TEST_SRC_DIR=${CMAKE_CURRENT_SOURCE_DIR};TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp"
   TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+
+# unit.elf scans it whole and checks the scan gives the pages it read back.
+if(TARGET test_elf)
+  add_dependencies(test_elf bigsyms_lib)
+  target_compile_definitions(test_elf PRIVATE BIGSYMS_LIB="${BIGSYMS_LIB}")
+endif()

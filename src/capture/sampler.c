@@ -887,9 +887,9 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 	skel->rodata->self_pid = cfg->self_pid > 0 ? (__u32)cfg->self_pid : 0;
 	skel->rodata->ustack_bytes = cfg->ustack_bytes;
 	skel->rodata->hold_cuda_maps = cfg->cuda && cfg->hold_cuda_maps;
-	/* batch: wake the consumer when an eighth of the ring is pending (or for a new pid) */
+	/* batch: wake the consumer when half the ring is pending (or for a new pid) */
 	skel->rodata->wakeup_bytes =
-		cfg->batch ? sampler__ringbuf_bytes(cfg->ringbuf_bytes) / 8 : 0;
+		cfg->batch ? sampler__ringbuf_bytes(cfg->ringbuf_bytes) / 2 : 0;
 
 	err = bpf_map__set_max_entries(skel->maps.rb, sampler__ringbuf_bytes(cfg->ringbuf_bytes));
 	if (!err)

@@ -63,6 +63,7 @@ struct done_count {
  */
 #define PIPELINE_HOLD_MAX_NS (2ull * 1000 * 1000 * 1000)
 #define EXITED_MAX	     256
+#define KMEMO_SLOTS	     512
 
 /* Per-sample string scratch: symbol names are copied here so that all frames of one stack
  * stay valid together (symcache results live only until the next lookup). */
@@ -77,6 +78,13 @@ struct pipeline {
 	struct symcache *syms;
 	struct frame_cache *fcache; /* named native frames by (maps generation, pc) */
 	struct ksyms *ksyms;
+	/* kernel pcs named last (the sampled paths repeat: a binary search of ~150k symbols
+	 * was ~2% of the consumer), and the frame ident of every kernel frame */
+	struct kmemo {
+		uint64_t addr;
+		const char *name;
+	} kmemo[KMEMO_SLOTS];
+	uint64_t kident;
 	struct unwinder *unwinder;
 	struct python *py;    /* NULL when Python frames are off */
 	struct backward *bwd; /* PyTorch backward passes in progress (workers' samples) */
@@ -161,6 +169,18 @@ static bool is_bpf_frame(const char *name)
 	       strncmp(name, "__bpf_trace_", 12) == 0 || strncmp(name, "__traceiter_", 12) == 0;
 }
 
+/* ksyms__lookup through the memo; NULL when pc has no symbol. */
+static const char *kernel_name(struct pipeline *pl, uint64_t pc)
+{
+	struct kmemo *m = &pl->kmemo[(pc ^ pc >> 9 ^ pc >> 18) & (KMEMO_SLOTS - 1)];
+
+	if (m->addr != pc || !pc) {
+		m->addr = pc;
+		m->name = ksyms__lookup(pl->ksyms, pc, NULL);
+	}
+	return m->name;
+}
+
 static int add_kernel_frames(struct pipeline *pl, const struct mlprof_sample *s, int n)
 {
 	uint32_t klen = s->kstack_len;
@@ -171,8 +191,7 @@ static int add_kernel_frames(struct pipeline *pl, const struct mlprof_sample *s,
 		klen = MLPROF_MAX_KSTACK;
 	for (uint32_t i = 0, leaf = 1; i < klen && n < PIPELINE_MAX_FRAMES; i++) {
 		struct frame *f = &pl->frames[n];
-		uint64_t off;
-		const char *name = pl->ksyms ? ksyms__lookup(pl->ksyms, s->kstack[i], &off) : NULL;
+		const char *name = pl->ksyms ? kernel_name(pl, s->kstack[i]) : NULL;
 
 		/* stacks taken at a tracepoint start inside our own BPF program: not shown */
 		if (leaf && name && is_bpf_frame(name))
@@ -183,6 +202,7 @@ static int add_kernel_frames(struct pipeline *pl, const struct mlprof_sample *s,
 		f->kind = FRAME_KERNEL;
 		f->addr = s->kstack[i];
 		f->function = name ? arena_copy(pl, name) : "[unknown kernel]";
+		f->ident = pl->kident; /* (an address's name never changes: one ident for all) */
 	}
 	return n;
 }
@@ -1323,6 +1343,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	}
 	if (cfg->kernel_frames) {
 		pl->ksyms = ksyms__load("/proc/kallsyms");
+		pl->kident = frame__new_ident();
 		if (!pl->ksyms)
 			pr_warn("kernel symbols unavailable (%s): kernel frames stay unnamed",
 				strerror(errno));

@@ -156,7 +156,7 @@ int pipeline__add_pid(struct pipeline *pl, pid_t pid);
  * the caches the previous one warmed. 100 ms cost 29-31 us of CPU a sample on a PyTorch
  * loop at 99 Hz, 500 ms 19-24 us, 1 s no less.
  */
-#define PIPELINE_POLL_MS 500
+#define PIPELINE_POLL_MS 1000
 /* Processes records for up to timeout_ms. Returns records handled or -errno. */
 int pipeline__poll(struct pipeline *pl, int timeout_ms);
 /*

@@ -841,6 +841,9 @@ static int find_gnu_hash(const struct elf_file *ef, const char *name, bool func,
 	return -ENOENT;
 }
 
+/* Symbol entries a whole-table scan reads between giving its pages back (~1.5 MB). */
+#define SCAN_DROP_EVERY 65536
+
 /* Looks name up in one symbol table section (bounds-checked; st_name must stay in strtab). */
 static int find_in_symtab(const struct elf_file *ef, const char *secname, const char *name,
 			  bool func, uint64_t *value, uint64_t *size)
@@ -901,6 +904,16 @@ size_t elf_file__scan_functions_prefix(const struct elf_file *ef, const char *co
 	for (uint64_t i = 0; i < sym.size / sizeof(Elf64_Sym) && (found < n || plen); i++) {
 		Elf64_Sym s;
 
+		/*
+		 * Every function's name is read: libtorch_cpu.so's 13 MB of entries and 78 MB of
+		 * names would stay in the RSS (a peak of ~80 MB) until the mapping goes. The pages
+		 * read so far go back every SCAN_DROP_EVERY entries (the names in bulk: they
+		 * follow the entries' order only roughly).
+		 */
+		if (i && i % SCAN_DROP_EVERY == 0) {
+			elf_file__drop_pages(ef, sym.offset, i * sizeof(Elf64_Sym));
+			elf_file__drop_pages(ef, str.offset, str.size);
+		}
 		memcpy(&s, sym.data + i * sizeof(Elf64_Sym), sizeof(s));
 		for (size_t k = 0; k < n; k++)
 			if (!values[k] && sym_matches(&s, &str, names[k], len[k], true)) {
@@ -914,6 +927,8 @@ size_t elf_file__scan_functions_prefix(const struct elf_file *ef, const char *co
 		    memchr(str.data + s.st_name, 0, str.size - s.st_name))
 			cb(ctx, (const char *)str.data + s.st_name, s.st_value);
 	}
+	elf_file__drop_pages(ef, sym.offset, sym.size);
+	elf_file__drop_pages(ef, str.offset, str.size);
 	return found;
 }
 

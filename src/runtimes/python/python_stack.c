@@ -11,8 +11,9 @@ bool python_stack__is_eval(const char *function)
 {
 	size_t n = sizeof(EVAL_NAME) - 1;
 
-	return function && strncmp(function, EVAL_NAME, n) == 0 &&
-	       (function[n] == '\0' || function[n] == '.');
+	/* (called for every native frame of every sample: most names differ at once) */
+	return function && function[0] == '_' && function[1] == 'P' &&
+	       strncmp(function, EVAL_NAME, n) == 0 && (function[n] == '\0' || function[n] == '.');
 }
 
 static const struct frame py_depth_marker = {

@@ -427,6 +427,9 @@ void steps__check(struct steps *st, struct proc *p)
 
 static enum scope_class classify(const char *name)
 {
+	/* (called for each scope a thread opens, thousands a second: most names are none) */
+	if (name[0] != 'c' && name[0] != 'e' && name[0] != 'O' && name[0] != MLPROF_COMM_SCOPE[0])
+		return SC_NONE;
 	if (!strcmp(name, "cuda.synchronize"))
 		return SC_GPU;
 	if (!strncmp(name, "enumerate(DataLoader)#", 22))
