@@ -23,7 +23,8 @@ enum mlprof_torch_probe {
 				  * c10d::Reducer::finalize_backward (DDP) */
 };
 
-/* The interval name of a wait for collectives (MLPROF_TP_COMM). */
+/* The interval name of a wait for collectives (MLPROF_TP_COMM; steps.c classifies names by
+ * their first letter: keep the c). */
 #define MLPROF_COMM_SCOPE "c10d.wait"
 
 #define MLPROF_TORCH_NAME_MAX 64

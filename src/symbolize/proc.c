@@ -57,6 +57,8 @@
 #define NOEXEC_TTL_NS (1000ull * 1000 * 1000)
 /* Replaced map sets kept (for borrowed pointers) per process until gc; beyond, no re-reads. */
 #define RETIRED_MAX 32
+/* Processes whose maps file stays open for PROCMAP_QUERY (query_fd_get). */
+#define QUERY_FDS_MAX 64
 /* Largest [vdso] image we copy out of a process. */
 #define VDSO_MAX (256 * 1024)
 /*
@@ -106,6 +108,7 @@ struct proc_entry {
 	} gaps[NOEXEC_GAPS];
 	unsigned gap_next;
 	uint64_t diag_ns; /* last miss described (diag_miss) */
+	int query_fd;	  /* its maps, open for PROCMAP_QUERY (query_fd_get); -1 when not */
 	struct elf_file *vdso;
 	bool vdso_tried;
 	bool refresh_pending;	  /* a refresh came at RETIRED_MAX: done at the trim */
@@ -123,6 +126,7 @@ struct proc_cache {
 	uint64_t grave_bytes; /* ... of which by buried entries (freed at gc) */
 	bool no_query;	      /* PROCMAP_QUERY unsupported: maps are read as text */
 	unsigned diag_logged; /* misses in executable memory logged (diag_miss) */
+	unsigned query_fds;   /* entries holding a query_fd (at most QUERY_FDS_MAX) */
 	bool retired_full;    /* a process stopped re-reading at RETIRED_MAX (trim) */
 	struct fuse_dev {
 		bool known, fuse;
@@ -207,20 +211,53 @@ static int open_maps(const struct proc_cache *pc, pid_t pid)
 }
 
 /*
- * Whether an executable mapping of pid covers addr now: one PROCMAP_QUERY, so that an
- * address in no mapping (a stack or heap word taken for a return address) costs a
+ * e's maps file for PROCMAP_QUERY, kept open (opening /proc/PID/maps was ~20 us, a few
+ * times a second on a PyTorch loop whose stack scans try words in no mapping): at most
+ * QUERY_FDS_MAX entries hold one, the others open and close it each time (*own set: the
+ * caller closes it). The file answers for the image it was opened on: closed at exec.
+ */
+static int query_fd_get(struct proc_cache *pc, struct proc_entry *e, bool *own)
+{
+	int fd;
+
+	*own = false;
+	if (e->query_fd >= 0)
+		return e->query_fd;
+	fd = open_maps(pc, e->p.pid);
+	if (fd < 0 || pc->query_fds >= QUERY_FDS_MAX) {
+		*own = fd >= 0;
+		return fd;
+	}
+	pc->query_fds++;
+	e->query_fd = fd;
+	return fd;
+}
+
+static void query_fd_close(struct proc_cache *pc, struct proc_entry *e)
+{
+	if (e->query_fd < 0)
+		return;
+	close(e->query_fd);
+	e->query_fd = -1;
+	pc->query_fds--;
+}
+
+/*
+ * Whether an executable mapping of e's process covers addr now: one PROCMAP_QUERY, so that
+ * an address in no mapping (a stack or heap word taken for a return address) costs a
  * syscall, not a re-read of every mapping. True when unsure (no answer).
  */
-static bool exec_vma_at(struct proc_cache *pc, pid_t pid, uint64_t addr, uint64_t *next)
+static bool exec_vma_at(struct proc_cache *pc, struct proc_entry *e, uint64_t addr, uint64_t *next)
 {
-	bool found;
-	int fd = open_maps(pc, pid);
+	bool found, own;
+	int fd = query_fd_get(pc, e, &own);
 
 	*next = 0;
 	if (fd < 0)
 		return true;
 	found = proc_maps__exec_at(fd, addr, next);
-	close(fd);
+	if (own)
+		close(fd);
 	return found;
 }
 
@@ -259,12 +296,13 @@ static void add_noexec_gap(struct proc_entry *e, uint64_t lo, uint64_t hi, uint6
 static void diag_miss(struct proc_cache *pc, struct proc_entry *e, uint64_t addr, uint64_t now)
 {
 	char what[320];
+	bool own;
 	int fd;
 
 	if (pc->no_query || pc->diag_logged >= DIAG_MISS_LOGS || now - e->diag_ns < 1000000000ull)
 		return;
 	e->diag_ns = now;
-	fd = open_maps(pc, e->p.pid);
+	fd = query_fd_get(pc, e, &own);
 	if (fd < 0)
 		return;
 	if (proc_maps__describe(fd, addr, what, sizeof(what))) {
@@ -274,7 +312,8 @@ static void diag_miss(struct proc_cache *pc, struct proc_entry *e, uint64_t addr
 			(int)e->p.pid, (unsigned long long)addr, e->p.n_maps,
 			(double)(now - e->last_read_ns) / 1e9, what);
 	}
-	close(fd);
+	if (own)
+		close(fd);
 }
 
 /* Reads the executable mappings of pid into a new map set. */
@@ -389,6 +428,7 @@ static void proc_entry_free(struct proc_cache *pc, struct proc_entry *e)
 	struct map_set *ms, *next;
 
 	pc->grave_bytes -= e->grave_bytes;
+	query_fd_close(pc, e);
 	map_set_free(pc, e->cur);
 	for (ms = e->retired; ms; ms = next) {
 		next = ms->next;
@@ -404,6 +444,7 @@ static void proc_entry_bury(struct proc_cache *pc, struct proc_entry *e)
 	hash_unlink(pc, e);
 	lru__unlink(&pc->lru, &e->lru);
 	pc->nprocs--;
+	query_fd_close(pc, e);
 	e->grave_bytes = entry_bytes(e);
 	pc->grave_bytes += e->grave_bytes;
 	e->gnext = pc->graveyard;
@@ -515,6 +556,7 @@ struct proc *proc_cache__get(struct proc_cache *pc, pid_t pid)
 		return NULL;
 	}
 	e->p.pid = pid;
+	e->query_fd = -1;
 	e->p.image = ++pc->gen;
 	snprintf(e->p.root, sizeof(e->p.root), "/proc/%d/root", (int)pid);
 	read_comm(pc, &e->p);
@@ -615,7 +657,7 @@ const struct proc_map *proc_cache__find_map(struct proc_cache *pc, struct proc *
 	if (!pc->no_query) {
 		uint64_t next;
 
-		if (!exec_vma_at(pc, p->pid, addr, &next)) {
+		if (!exec_vma_at(pc, e, addr, &next)) {
 			pc->stats.misses_checked++; /* no code there now either: nothing to re-read
 						     */
 			add_noexec_gap(e, addr & ~4095ull, next, now);
@@ -972,6 +1014,7 @@ void proc_cache__on_exec(struct proc_cache *pc, pid_t pid)
 	if (!e)
 		return;
 	install_maps(pc, e, NULL);
+	query_fd_close(pc, e); /* (it answers for the old image) */
 	e->p.image = ++pc->gen;
 	e->p.dead = false;
 	e->reread_ns = 0; /* a new image: misses re-read at the shortest interval again */
@@ -1013,8 +1056,10 @@ void proc_cache__on_exit(struct proc_cache *pc, pid_t pid)
 {
 	struct proc_entry *e = lookup(pc, pid);
 
-	if (e)
+	if (e) {
 		e->p.dead = true;
+		query_fd_close(pc, e);
+	}
 }
 
 /*

@@ -427,20 +427,25 @@ void steps__check(struct steps *st, struct proc *p)
 
 static enum scope_class classify(const char *name)
 {
-	/* (called for each scope a thread opens, thousands a second: most names are none) */
-	if (name[0] != 'c' && name[0] != 'e' && name[0] != 'O' && name[0] != MLPROF_COMM_SCOPE[0])
+	/* (called for each scope a thread opens, thousands a second: one test on most) */
+	switch (name[0]) {
+	case 'c':
+		if (!strcmp(name, "cuda.synchronize"))
+			return SC_GPU;
+		if (!strcmp(name, MLPROF_COMM_SCOPE))
+			return SC_COMM;
 		return SC_NONE;
-	if (!strcmp(name, "cuda.synchronize"))
-		return SC_GPU;
-	if (!strncmp(name, "enumerate(DataLoader)#", 22))
-		return SC_DATA;
-	if (!strcmp(name, MLPROF_COMM_SCOPE))
-		return SC_COMM;
-	if (!strncmp(name, "Optimizer.step#", 15))
-		return SC_OPT_STEP;
-	if (!strncmp(name, "Optimizer.zero_grad#", 20))
-		return SC_OPT_OTHER;
-	return SC_NONE;
+	case 'e':
+		return strncmp(name, "enumerate(DataLoader)#", 22) ? SC_NONE : SC_DATA;
+	case 'O':
+		if (!strncmp(name, "Optimizer.step#", 15))
+			return SC_OPT_STEP;
+		if (!strncmp(name, "Optimizer.zero_grad#", 20))
+			return SC_OPT_OTHER;
+		return SC_NONE;
+	default:
+		return SC_NONE;
+	}
 }
 
 /* Unlinks and frees p. */
