@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Cost of the training-step probes (mlprof record's step breakdown, on by default):
-# bench/stepsloop.py (PyPI torch, ~10^3 steps a second: the issue's worst case) under
+# bench/stepsloop.py (PyPI torch; WIDTH=256 BATCH=96: ~10^3 steps a second, the issue's
+# rate; the default WIDTH=0, a tiny model at 1500-7000 steps a second as this VM drifts) under
 # `mlprof record --no-steps` and `mlprof record` (steps on), alternating, REPEATS times each;
 # prints steps/s of each and the ratio of the medians, and the probes' cost per step. Then
 # the cost of one record_function scope (bench/scopecost.py: enter and exit, the fastest of
@@ -10,11 +11,14 @@
 # time, which the time the VM's host takes the CPU away does not disturb.
 # Last, the probes' BPF time per hit (bpftool, kernel.bpf_stats_enabled for the run).
 # Usage: bench/steps.sh [REPEATS] [SECONDS]   (default 5 10)
-#   env: MLPROF (build/mlprof), TORCH_PY (~/.cache/mlprof/torch-venv/bin/python)
+#   env: MLPROF (build/mlprof), TORCH_PY (~/.cache/mlprof/torch-venv/bin/python), WIDTH (0),
+#   BATCH (96; with WIDTH only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEATS=${1:-5}
 SECS=${2:-10}
+WIDTH=${WIDTH:-0}
+BATCH=${BATCH:-96}
 MLPROF=${MLPROF:-build/mlprof}
 TORCH_PY=${TORCH_PY:-$HOME/.cache/mlprof/torch-venv/bin/python}
 [ -x "$TORCH_PY" ] || { echo "SKIPPED: no PyPI torch at $TORCH_PY" >&2; exit 0; }
@@ -25,7 +29,7 @@ for r in $(seq "$REPEATS"); do
 		extra=(--no-steps)
 		[ $cfg = on ] && extra=()
 		"$MLPROF" record -q --no-memory --cuda none "${extra[@]}" -o "$OUT/s.pb.gz" -- \
-			"$TORCH_PY" bench/stepsloop.py "$SECS" 2 |
+			"$TORCH_PY" bench/stepsloop.py "$SECS" 2 "$WIDTH" "$BATCH" |
 			awk '/^steps/ {printf "%.1f\n", $2 / $3}' >>"$OUT/$cfg"
 	done
 done

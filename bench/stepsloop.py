@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """A fast PyTorch training loop for bench/steps.sh: a tiny model, a DataLoader over an
-in-memory dataset (batch of 1), AdamW; about 10^3 steps a second on one core. Runs
-WARMUP_S seconds, then SECONDS more, and prints "steps STEPS SECONDS"."""
+in-memory dataset (batch of 1), AdamW. Runs WARMUP_S seconds, then SECONDS more, and prints
+"steps STEPS SECONDS". Usage: stepsloop.py [SECONDS [WARMUP_S [WIDTH [BATCH]]]]: WIDTH 0
+(default), a Linear(8, 2) over batches of 1 (1500-7000 steps a second on this VM, as its
+speed drifts); WIDTH N, three layers 8 -> N -> N -> 2 over batches of BATCH (256 and 96:
+about 10^3 steps a second, the issue's rate; widths of 640 and more sit on a cache cliff
+here: 385 or 1038 steps a second from one run to the next)."""
 import sys
 import time
 
@@ -11,14 +15,19 @@ import torch
 def main():
     dur = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
     warm = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
+    width = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    batch = int(sys.argv[4]) if len(sys.argv) > 4 and width > 0 else 1
     torch.set_num_threads(1)
     model = torch.nn.Linear(8, 2)
+    if width > 0:
+        model = torch.nn.Sequential(torch.nn.Linear(8, width), torch.nn.Linear(width, width),
+                                    torch.nn.Linear(width, 2))
     opt = torch.optim.AdamW(model.parameters())
     data = torch.utils.data.TensorDataset(torch.randn(4096, 8), torch.randint(0, 2, (4096,)))
 
     def batches():
         while True:
-            yield from torch.utils.data.DataLoader(data, batch_size=1)
+            yield from torch.utils.data.DataLoader(data, batch_size=batch)
 
     it = batches()
     end = time.time() + warm

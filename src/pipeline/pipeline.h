@@ -150,11 +150,12 @@ void pipeline__free(struct pipeline *pl);
 int pipeline__add_pid(struct pipeline *pl, pid_t pid);
 /*
  * The period a consumer polls at (timeout_ms of pipeline__poll in its loop). Records are
- * batched (the BPF side wakes the consumer only for a new process, a library mapped, or an
- * eighth of the ring pending), so the timer sets how often the consumer wakes: each wake
- * cost ~100 us here (timer, switch, the per-poll sweeps), and a batch of 50 samples finds
- * the caches the previous one warmed. 100 ms cost 29-31 us of CPU a sample on a PyTorch
- * loop at 99 Hz, 500 ms 19-24 us, 1 s no less.
+ * batched (the BPF side wakes the consumer only for a new process, a library mapped, new
+ * Python code, or half the ring pending), so the timer and the ring's fill set how often
+ * the consumer wakes: each wake costs a switch and a batch that finds the tables cold. On
+ * a PyTorch loop at 99 Hz (~22 KB a sample): 100 ms polls cost 29-31 us of CPU a sample,
+ * 500 ms 19-24 us (an eighth of the 4 MiB ring still woke it every ~230 ms), 1 s with
+ * half the ring 14-17 us.
  */
 #define PIPELINE_POLL_MS 1000
 /* Processes records for up to timeout_ms. Returns records handled or -errno. */
