@@ -13,7 +13,8 @@ import pprof_reader  # noqa: E402
 
 MLPROF = os.environ.get("MLPROF", "build/mlprof")
 WL_DIR = os.environ.get("WL_DIR", "build/tests/workloads")
-TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
+# (absolute: tests run tools such as `go tool pprof` from other directories)
+TMP_ROOT = os.path.abspath(os.environ.get("TEST_TMP", tempfile.gettempdir()))
 
 
 def need_root(test):

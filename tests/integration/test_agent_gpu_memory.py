@@ -52,7 +52,7 @@ import test_record_memory as rmem  # noqa: E402  (what mem_workload does, tolera
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 SCRIPT = os.environ.get("PYROSCOPE_SH", os.path.join(SRC, "scripts", "pyroscope.sh"))
-TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
+TMP_ROOT = os.path.abspath(os.environ.get("TEST_TMP", tempfile.gettempdir()))
 CUDA_EXE = os.path.join(rcuda.CUDA_DIR, "cuda_launch_shared")
 
 # Profile type ids: __name__:sample type:unit:period type:unit (src/pipeline/event_kind.c).

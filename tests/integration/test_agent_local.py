@@ -27,7 +27,7 @@ import pprof_reader  # noqa: E402
 
 MLPROF = os.environ.get("MLPROF", "build/mlprof")
 WORKLOAD = os.environ.get("AGENT_WORKLOAD", "build/tests/workloads/agent_workload")
-TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
+TMP_ROOT = os.path.abspath(os.environ.get("TEST_TMP", tempfile.gettempdir()))
 INTERVAL_NS = 2_000_000_000
 FUNCS = ("agent_wl_hot_alpha", "agent_wl_hot_beta")
 

@@ -31,7 +31,7 @@ MLPROF = os.environ.get("MLPROF", os.path.join(SRC, "build", "mlprof"))
 WL_DIR = os.environ.get("WL_DIR", os.path.join(SRC, "build", "tests", "workloads"))
 WORKLOAD = os.path.join(WL_DIR, "offcpu_workload")
 SCRIPT = os.environ.get("PYROSCOPE_SH", os.path.join(SRC, "scripts", "pyroscope.sh"))
-TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
+TMP_ROOT = os.path.abspath(os.environ.get("TEST_TMP", tempfile.gettempdir()))
 
 OFFCPU = "offcpu:offcpu:nanoseconds:offcpu:nanoseconds"
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"

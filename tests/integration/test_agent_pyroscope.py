@@ -44,7 +44,7 @@ WORKLOAD = os.environ.get("AGENT_WORKLOAD",
                           os.path.join(SRC, "build", "tests", "workloads", "agent_workload"))
 SCRIPT = os.environ.get("PYROSCOPE_SH", os.path.join(SRC, "scripts", "pyroscope.sh"))
 FAULT = os.environ.get("FAULT_SERVER", os.path.join(HERE, "fault_server.py"))
-TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
+TMP_ROOT = os.path.abspath(os.environ.get("TEST_TMP", tempfile.gettempdir()))
 
 PTYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 PTYPE_N = "process_cpu:samples:count:cpu:nanoseconds"

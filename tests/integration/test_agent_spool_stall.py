@@ -33,7 +33,7 @@ from itutil import free_port  # noqa: E402
 
 MLPROF = os.environ.get("MLPROF", "build/mlprof")
 WORKLOAD = os.environ.get("AGENT_WORKLOAD", "build/tests/workloads/agent_workload")
-TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
+TMP_ROOT = os.path.abspath(os.environ.get("TEST_TMP", tempfile.gettempdir()))
 FAULT = os.path.join(HERE, "fault_server.py")
 FREEZE_S = 8.0
 INTERVAL_S = 1

@@ -19,7 +19,7 @@ import unittest
 
 MLPROF = os.environ.get("MLPROF", "build/mlprof")
 MKPROF = os.environ.get("MKPROF", "build/tests/mkprof")
-TMP_ROOT = os.environ.get("TEST_TMP", tempfile.gettempdir())
+TMP_ROOT = os.path.abspath(os.environ.get("TEST_TMP", tempfile.gettempdir()))
 
 GROW = "rgb(224,52,40)"
 SHRINK = "rgb(44,110,224)"
