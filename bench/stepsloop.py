@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A fast PyTorch training loop for bench/steps.sh: a tiny model, a DataLoader over an
 in-memory dataset (batch of 1), AdamW. Runs WARMUP_S seconds, then SECONDS more, and prints
-"steps STEPS SECONDS". Usage: stepsloop.py [SECONDS [WARMUP_S [WIDTH [BATCH]]]]: WIDTH 0
+"steps STEPS SECONDS CPU_SECONDS". Usage: stepsloop.py [SECONDS [WARMUP_S [WIDTH [BATCH]]]]: WIDTH 0
 (default), a Linear(8, 2) over batches of 1 (1500-7000 steps a second on this VM, as its
 speed drifts); WIDTH N, three layers 8 -> N -> N -> 2 over batches of BATCH (256 and 96:
 about 10^3 steps a second, the issue's rate; widths of 640 and more sit on a cache cliff
@@ -37,6 +37,7 @@ def main():
         opt.step()
         opt.zero_grad()
     t0 = time.time()
+    c0 = time.process_time()
     steps = 0
     while time.time() - t0 < dur:
         x, y = next(it)
@@ -44,7 +45,7 @@ def main():
         opt.step()
         opt.zero_grad()
         steps += 1
-    print("steps %d %.3f" % (steps, time.time() - t0), flush=True)
+    print("steps %d %.3f %.3f" % (steps, time.time() - t0, time.process_time() - c0), flush=True)
 
 
 main()

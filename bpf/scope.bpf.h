@@ -23,6 +23,7 @@ struct scope_run {
 	__u64 in_ns;  /* bpf_ktime_get_ns() at the switch-in, 0 before the first one seen */
 	__u64 sum_in; /* the task's sum_exec_runtime then (exact: updated at its switch-out) */
 	__u64 open[SCOPE_OPEN_MAX];
+	__u64 gen; /* the attach (torch.bpf.c's scope_gen) its open handles are from */
 };
 
 struct {

@@ -35,9 +35,17 @@ struct {
 	__type(value, struct enter_call);
 } torch_enter SEC(".maps");
 
+/*
+ * Bumped by user space before it attaches the probes again after a time detached (the
+ * steps' duty cycle, runtimes/torch/steps_duty.h): scopes opened and collective waits begun
+ * under an earlier attach never see their end, and are forgotten.
+ */
+__u64 scope_gen = 0;
+
 /* A thread's wait for collectives in progress (outermost call only). */
 struct comm_call {
 	__u64 start_ns, oncpu_ns;
+	__u64 gen; /* the scope_gen it began in */
 	__u32 depth;
 };
 
@@ -55,10 +63,24 @@ struct cxx_string {
 	__u64 data, len;
 };
 
+/* Forgets r's open handles when they are from an earlier attach. */
+static __always_inline void slots_fresh(struct scope_run *r)
+{
+	__u64 gen = scope_gen;
+
+	if (r->gen == gen)
+		return;
+	for (int i = 0; i < SCOPE_OPEN_MAX; i++)
+		r->open[i] = 0;
+	r->gen = gen;
+}
+
 /* Remembers the open scope handle in r (the innermost is replaced when too deep). */
 static __always_inline void open_slot(struct scope_run *r, __u64 handle)
 {
 	int slot = -1;
+
+	slots_fresh(r);
 
 	for (int i = 0; i < SCOPE_OPEN_MAX; i++)
 		if (!r->open[i] && slot < 0)
@@ -113,6 +135,7 @@ static __always_inline void close_scope(__u32 tgid, __u32 tid, __u64 self, __u64
 
 	if (!r)
 		return;
+	slots_fresh(r);
 	for (int i = SCOPE_OPEN_MAX - 1; i >= 0; i--) {
 		__u64 h = r->open[i];
 
@@ -157,6 +180,10 @@ int torch_entry(struct pt_regs *ctx)
 		struct comm_call *c = bpf_task_storage_get(&torch_comm, bpf_get_current_task_btf(),
 							   0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 
+		if (c && c->gen != scope_gen) {
+			c->gen = scope_gen;
+			c->depth = 0;
+		}
 		if (c && !c->depth++) {
 			c->start_ns = now;
 			c->oncpu_ns = scope_oncpu_ns(now);
@@ -182,7 +209,7 @@ static __always_inline void comm_return(__u32 tgid, __u32 tid)
 {
 	struct comm_call *c = bpf_task_storage_get(&torch_comm, bpf_get_current_task_btf(), 0, 0);
 
-	if (!c || !c->depth || --c->depth)
+	if (!c || c->gen != scope_gen || !c->depth || --c->depth)
 		return;
 	scope_send_interval(tgid, tid, bpf_ktime_get_ns(), c->start_ns, c->oncpu_ns,
 			    comm_scope_name);

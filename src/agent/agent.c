@@ -208,6 +208,7 @@ static void pipeline_cfg(const struct agent_config *c, struct pipeline_config *o
 		.memory_budget = c->memory_rate / 10,
 		.memory_max_faults = c->memory_max_faults,
 		.steps = true, /* ml_phase labels on the stacks of PyTorch training threads */
+		.steps_max_scopes = c->steps_max_scopes,
 		.heap = c->heap && c->heap[0],
 		.heap_cfg = {.sample_bytes = (uint64_t)c->heap_sample_kib * 1024,
 			     .comms = c->heap && strcmp(c->heap, "all") ? c->heap : NULL},

@@ -128,6 +128,11 @@ static const struct opt opts[] = {
 	       "page faults per busy CPU per second above which the page-fault programs run in "
 	       "random 20 ms slots only, weighted (0: always)",
 	       0, 0, 100000000),
+	O_UINT("steps-max-scopes", steps_max_scopes, "1500", "N",
+	       "record_function scope events a second per process (an enter or an exit; a step "
+	       "sends six) above which the training-step probes are attached in random 0.5 s "
+	       "slots only: each event costs the training thread ~2 us (0: always attached)",
+	       0, 0, 100000000),
 	O_STR("heap", heap, "", "NAMES",
 	      "heap profile by allocation site (malloc & co: who holds memory) for processes "
 	      "whose name is in this comma list, or 'all'; off by default: a selected process "

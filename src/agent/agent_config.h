@@ -33,6 +33,7 @@ struct agent_config {
 	unsigned int cuda_rate;
 	unsigned int memory_rate;	/* memory-growth captures per CPU per second */
 	unsigned int memory_max_faults; /* page faults per busy CPU per second seen whole */
+	unsigned int steps_max_scopes;	/* scope events per process per second seen whole */
 	bool memory;			/* memory-growth profile */
 	bool cuda_hold;			/* hold processes at CUDA/NCCL library mmaps */
 	unsigned int memory_sample_kib;

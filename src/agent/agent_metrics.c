@@ -79,6 +79,7 @@ enum {
 	M_UNWIND_FP,
 	M_UNWIND_FP_FAIL,
 	M_MEM_WATCHED,
+	M_STEP_PROBED,
 	M_STEPS,
 	M_STEP_SECONDS,
 	M_STEP_P50,
@@ -164,6 +165,11 @@ static const struct {
 	[M_MEM_INUSE] = {"mlprof_memory_inuse_bytes", METRIC_GAUGE,
 			 "Memory brought in by page faults and still in use at the end of the last "
 			 "window, by service (sampled estimate; alert on steady growth)"},
+	[M_STEP_PROBED] =
+		{"mlprof_training_step_probe_ratio", METRIC_GAUGE,
+		 "Fraction of time slots in which the training-step probes are attached "
+		 "(1: always; under 1 when the busiest process opens more record_function "
+		 "scopes a second than steps-max-scopes: steps are timed in those slots)"},
 	[M_MEM_WATCHED] = {"mlprof_memory_fault_watch_ratio", METRIC_GAUGE,
 			   "Fraction of the time the memory-growth page-fault programs are "
 			   "attached (1; less above --memory-max-faults, captures then weighted)"},
@@ -315,6 +321,7 @@ static void collect(struct metrics *m, void *ctx)
 	metrics__set(m, id[M_BACKWARD], "what", "samples", (double)ps.backward.grafted, 0);
 	metrics__set(m, id[M_BACKWARD], "what", "evicted", (double)ps.backward.evicted, 0);
 	metrics__set(m, id[M_MEM_WATCHED], NULL, NULL, ps.mem_duty.duty, 0);
+	metrics__set(m, id[M_STEP_PROBED], NULL, NULL, ps.steps_duty.duty, 0);
 	if (a->exp)
 		exporter__stats(a->exp, &es);
 

@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "util/clock.h"
+#include "util/duty.h"
 #include "util/log.h"
 
 #define DEFAULT_SLOT_MS	 20
@@ -80,29 +81,6 @@ static double read_busy_s(struct fault_duty *d)
 	}
 	/* user, nice, system, (idle, iowait,) irq, softirq */
 	return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / (double)d->hz;
-}
-
-/* A uniform draw in [0, 1) (xorshift64*). */
-static double draw(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return (double)((x * 0x2545f4914f6cdd1dULL) >> 11) / (double)(1ULL << 53);
-}
-
-/* See fault_duty.h. */
-double fault_duty__choose(double rate, uint64_t max_rate, double min_duty)
-{
-	double d;
-
-	if (!max_rate || rate <= (double)max_rate)
-		return 1.0;
-	d = (double)max_rate / rate;
-	return d < min_duty ? min_duty : d;
 }
 
 /*
@@ -199,7 +177,7 @@ static void *duty_thread(void *arg)
 				busy_t = t;
 				rate /= cpus >= 1 ? cpus : 1;
 			}
-			duty = fault_duty__choose(rate, d->cfg.max_rate, d->cfg.min_duty);
+			duty = duty__choose(rate, d->cfg.max_rate, d->cfg.min_duty);
 		}
 		idle = duty >= 1.0 && rate * 4 <= (double)d->cfg.max_rate && !woken;
 		if (t >= next_rate)
@@ -210,7 +188,7 @@ static void *duty_thread(void *arg)
 		/* (woken from an idle wait: the rate just measured spans the quiet part too) */
 		woken = false;
 		/* each slot attached with probability duty, decided before it starts */
-		on = duty >= 1.0 || draw(&d->rng) < duty;
+		on = duty >= 1.0 || duty__draw(&d->rng) < duty;
 		until = duty >= 1.0 || t + slot_ns > next_rate ? next_rate : t + slot_ns;
 		/*
 		 * Before attaching: the slot's captures stand for 1/p as many, p the chance

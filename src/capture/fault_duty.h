@@ -64,10 +64,4 @@ void fault_duty__stats(struct fault_duty *d, struct fault_duty_stats *out);
  */
 void fault_duty__tick(struct fault_duty *d);
 
-/*
- * The fraction of slots to attach at a rate of page faults per busy CPU per second (the policy,
- * exposed for its unit test): 1 up to max_rate, then max_rate / rate, never below min_duty.
- */
-double fault_duty__choose(double rate, uint64_t max_rate, double min_duty);
-
 #endif

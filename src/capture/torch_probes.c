@@ -85,3 +85,15 @@ struct uprobe_link *torch_probes__attach(struct torch_probes *tp, const char *pa
 	return uprobe_link__attach(tp->skel->progs.torch_entry, tp->skel->progs.torch_return,
 				   tp->multi, path, t, n, 0);
 }
+
+/* See torch_probes.h. */
+bool torch_probes__can_cycle(const struct torch_probes *tp)
+{
+	return tp->multi;
+}
+
+/* See torch_probes.h. */
+void torch_probes__next_gen(struct torch_probes *tp)
+{
+	__atomic_add_fetch(&tp->skel->bss->scope_gen, 1, __ATOMIC_RELEASE);
+}

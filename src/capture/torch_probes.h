@@ -37,4 +37,16 @@ struct torch_sites {
 struct uprobe_link *torch_probes__attach(struct torch_probes *tp, const char *path,
 					 const struct torch_sites *sites);
 
+/*
+ * Whether links can be released and attached again at will (uprobe_multi links: a release
+ * waits for one grace period, tens of ms, not one per probe), for the steps' duty cycle.
+ */
+bool torch_probes__can_cycle(const struct torch_probes *tp);
+
+/*
+ * Called before attaching again after a time detached: the BPF side forgets the scopes
+ * and waits it saw open before (their ends came while detached).
+ */
+void torch_probes__next_gen(struct torch_probes *tp);
+
 #endif

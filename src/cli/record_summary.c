@@ -526,6 +526,18 @@ void record_summary__print(const struct record_summary *rs)
 		steps__for_each(pipeline__steps(pl), print_steps, NULL);
 		steps__settle(pipeline__steps(pl));
 		steps__stats(pipeline__steps(pl), &ss);
+		if (ss.duty.cycled_ns)
+			fprintf(stderr,
+				"mlprof: steps: probes attached %.0f%% of the time (random 0.5 s "
+				"slots: the busiest process sent %.0f scope events a second, over "
+				"--steps-max-scopes %llu; each costs it ~2 us): the steps above "
+				"were "
+				"timed in those slots, their shares and times stand for the run, "
+				"their count for that part of it\n",
+				ss.duty.total_ns
+					? 100.0 * (double)ss.duty.on_ns / (double)ss.duty.total_ns
+					: 100.0,
+				ss.duty.rate, (unsigned long long)ss.duty.max_rate);
 		if (ss.files_without_sites)
 			fprintf(stderr,
 				"mlprof: steps: none found in %llu libtorch_cpu file%s: no "

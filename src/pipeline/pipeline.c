@@ -1328,7 +1328,7 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 			sampler__cuda_load(pl->sampler);
 	}
 	if (cfg->steps) {
-		pl->steps = steps__new(pl->procs, pl->sampler);
+		pl->steps = steps__new(pl->procs, pl->sampler, cfg->steps_max_scopes);
 		if (!pl->steps) {
 			err = -errno;
 			goto cleanup;
@@ -1422,7 +1422,16 @@ int pipeline__poll(struct pipeline *pl, int timeout_ms)
 	int n;
 
 	pl->sink_err = 0;
+	/* the step probes' duty cycle switches at its slots' ends */
+	if (pl->steps) {
+		int w = steps__wait_ms(pl->steps, clock__mono_ns());
+
+		if (w >= 0 && (timeout_ms < 0 || w < timeout_ms))
+			timeout_ms = w;
+	}
 	n = sampler__poll(pl->sampler, timeout_ms);
+	if (pl->steps)
+		steps__tick(pl->steps, clock__mono_ns());
 	sampler__hold_sweep(pl->sampler, PIPELINE_HOLD_MAX_NS);
 	if (pl->wait.count && !pl->sink_err)
 		pl->sink_err = retry_parked(pl, 0, 0, false);
@@ -1486,6 +1495,13 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	memset(out, 0, sizeof(*out));
 	sampler__stats(pl->sampler, out->bpf);
 	sampler__memory_duty(pl->sampler, &out->mem_duty);
+	out->steps_duty.duty = 1.0;
+	if (pl->steps) {
+		struct steps_stats sst;
+
+		steps__stats(pl->steps, &sst);
+		out->steps_duty = sst.duty;
+	}
 	out->samples = pl->samples;
 	out->cpu_samples = pl->cpu_samples;
 	out->py_cpu_samples = pl->py_cpu_samples;

@@ -74,6 +74,8 @@ struct pipeline_config {
 	uint32_t memory_budget;	       /* memory stack captures per CPU per 100 ms (0 = 50) */
 	uint64_t memory_max_faults;    /* see sampler_config (0: fault programs always attached) */
 	bool steps;		       /* PyTorch training steps (runtimes/torch/steps.h) */
+	uint64_t steps_max_scopes;     /* scope events a second per process above which the
+					* step probes run in random slots (0: always) */
 	bool heap; /* heap allocations by site (MLPROF_SK_HEAP, memory/heap.h) */
 	struct heap_config heap_cfg;
 };
@@ -135,6 +137,7 @@ struct pipeline_stats {
 	struct memtrack_stats mem;	  /* in-use views (device allocations, memory growth) */
 	struct backward_stats backward;	  /* PyTorch backward passes (autograd workers) */
 	struct fault_duty_stats mem_duty; /* the page-fault programs' duty cycle */
+	struct steps_duty_stats steps_duty; /* the training-step probes' (duty 1 without) */
 	struct cuda_stats cuda;
 	struct hold_stats hold; /* processes held until their CUDA probes were attached */
 	bool heap_on;		/* the heap probes are loaded */

@@ -108,8 +108,10 @@ class RecordSteps(unittest.TestCase):
         its own: the CPU time at each scope boundary must be exact between the scheduler's
         updates of the thread's runtime (read as the kernel keeps it, 33-37% of these steps
         came out off CPU)."""
+        # every step timed: the probes always attached (by default they run in random
+        # slots above 1500 scope events a second: test_fast_steps_duty_cycled)
         truth, line, err = self.run_loop(0, 0, env={"COMPUTE_ITERS": "0", "NO_CPU_CLOCK": "1"},
-                                         steps=1500)
+                                         steps=1500, flags=["--steps-max-scopes", "0"])
         # at a millisecond a step, the optimizer's Python wrapper outside its scopes (tens
         # of us, timed by the loop as optimizer) is several points, and goes to cpu_compute
         # (the loop's compute is the rest of its step): 7 and 9 allowed here (a clean CI
@@ -121,6 +123,46 @@ class RecordSteps(unittest.TestCase):
         self.assertLess(float(line[3]), 3.0, err)
         # the VM's steal time (the vCPU not running) counts as off CPU: up to ~6% here
         self.assertLess(float(line[11]), 10.0, err)
+
+    def test_fast_steps_duty_cycled(self):
+        """The same fast steps for longer (thousands of steps a second, six scope events
+        each), at the default --steps-max-scopes: the probes are attached in random slots
+        (each hit costs the loop ~2 us): the summary says for what part of the time; the
+        steps timed are that part of the loop's, and their mean time and phases agree with
+        the loop's own."""
+        truth, line, err = self.run_loop(0, 0, env={"COMPUTE_ITERS": "0", "NO_CPU_CLOCK": "1"},
+                                         steps=25000)
+        ctx = "\ntruth %s\n%s" % (truth, err)
+        m = re.search(r"^mlprof: steps: probes attached (\d+)% of the time \(random 0.5 s "
+                      r"slots: the busiest process sent (\d+) scope events a second, over "
+                      r"--steps-max-scopes 1500", err, re.M)
+        self.assertIsNotNone(m, "no duty-cycle line" + ctx)
+        attached, rate = int(m.group(1)), int(m.group(2))
+        self.assertGreater(rate, 3000, ctx)
+        self.assertLess(attached, 75, ctx)
+        steps, mean_ms = int(line[2]), float(line[3])
+        # the steps timed: about the attached part of the loop's (the first second is
+        # attached whole, before the first rate; steps across a slot's edge are not timed)
+        self.assertLess(steps, truth["steps"] * 0.8, ctx)
+        self.assertGreater(steps, truth["steps"] * 0.03, ctx)
+        # their times and phases stand for all of the loop's steps (tolerances of
+        # test_fast_steps, the mean time within 5%: the slots' first steps run colder)
+        mean = 1e3 * truth["total"] / truth["steps"]
+        self.assertLess(abs(mean_ms - mean) / mean, 0.05, ctx)
+        total = truth["total"]
+        opt, cpu = float(line[9]), float(line[10])
+        self.assertLess(abs(float(line[7]) - 100 * truth["data"] / total), 2.0, ctx)
+        self.assertLess(abs(opt - 100 * truth["opt"] / total), 7.0, ctx)
+        self.assertLess(abs(cpu - 100 * truth["compute_cpu"] / total), 9.0, ctx)
+
+    def test_bad_steps_max_scopes(self):
+        for bad in ("-1", "abc", "100000001"):
+            cp = subprocess.run([MLPROF, "record", "--steps-max-scopes", bad, "-o",
+                                 os.path.join(tmpdir(), "b.pb.gz"), "--", "true"],
+                                capture_output=True, text=True, timeout=60)
+            self.assertEqual(cp.returncode, 2, cp.stderr)
+            self.assertIn("invalid --steps-max-scopes '%s'" % bad, cp.stderr)
+            self.assertEqual(len(cp.stderr.strip().splitlines()), 1, cp.stderr)
 
     def test_gpu_wait(self):
         """Each step waits 5 ms in a synchronize call (tests/cuda's test double of the
@@ -361,6 +403,10 @@ class AgentSteps(unittest.TestCase):
                                 metric("mlprof_training_step_p50_seconds"), ctx)
         share = truth["data"] / truth["total"]
         self.assertLess(abs(metric("mlprof_training_data_wait_ratio") - share), 0.07, ctx)
+        # steps of ~15 ms: far under --steps-max-scopes, the probes attached all the time
+        m = re.search(r"^mlprof_training_step_probe_ratio ([0-9.e+-]+)$", metrics, re.M)
+        self.assertIsNotNone(m, ctx)
+        self.assertEqual(float(m.group(1)), 1.0, ctx)
 
         files = glob.glob(os.path.join(out, "py_steps.ml_steps-*.pb.gz"))
         self.assertGreaterEqual(len(files), 2, ctx)

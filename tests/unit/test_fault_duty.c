@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "capture/fault_duty.h"
+#include "util/duty.h"
 #include "check.h"
 
 static void touch_fresh_memory(size_t len)
@@ -46,11 +47,11 @@ int main(void)
 	struct fault_duty *d;
 
 	/* the policy: whole up to the cap, then cap / rate, never below the floor */
-	CHECK(fault_duty__choose(50000, 100000, 0.25) == 1.0, "under the cap");
-	CHECK(fault_duty__choose(100000, 100000, 0.25) == 1.0, "at the cap");
-	CHECK(fault_duty__choose(200000, 100000, 0.25) == 0.5, "twice the cap");
-	CHECK(fault_duty__choose(1e7, 100000, 0.25) == 0.25, "the floor");
-	CHECK(fault_duty__choose(1e9, 0, 0.25) == 1.0, "no cap");
+	CHECK(duty__choose(50000, 100000, 0.25) == 1.0, "under the cap");
+	CHECK(duty__choose(100000, 100000, 0.25) == 1.0, "at the cap");
+	CHECK(duty__choose(200000, 100000, 0.25) == 0.5, "twice the cap");
+	CHECK(duty__choose(1e7, 100000, 0.25) == 0.25, "the floor");
+	CHECK(duty__choose(1e9, 0, 0.25) == 1.0, "no cap");
 
 	CHECK(fault_duty__start(progs, links, 0, &weight, 1024, &cfg) == NULL && errno == EINVAL,
 	      "no programs accepted");

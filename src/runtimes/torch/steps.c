@@ -38,6 +38,7 @@
  * FRAMES_STALE_MIN_NS; FRAMES_STALE_NS until three such samples) past the last one. */
 #define FRAMES_STALE_NS	    2000000000ull
 #define FRAMES_STALE_MIN_NS 100000000ull
+#define GAPS		    8 /* times detached remembered (the duty cycle's) */
 
 /* record_function_enter_new: torch 2.x (std::optional), 1.13 (c10::optional). */
 static const char *const enter_syms[] = {
@@ -91,6 +92,7 @@ struct sthread {
 	uint64_t step_t0, step_oncpu0;
 	uint64_t acc[STEP_PHASE__COUNT]; /* gpu_wait, data_wait, comm, optimizer so far */
 	uint64_t acc_oncpu;		 /* CPU time inside those scopes */
+	uint64_t last_ns;		 /* its last event's time */
 };
 
 struct sproc {
@@ -111,6 +113,7 @@ struct sproc {
 	uint64_t frames_pending[2];
 	struct steps_proc taken; /* the totals at the last steps__window */
 	size_t ndur_taken;	 /* ndur then */
+	uint64_t hits;		 /* scope events since the duty cycle's last measurement */
 };
 
 /*
@@ -132,6 +135,13 @@ struct tfile {
 	uint64_t dev, ino;
 	struct uprobe_link *links;
 	struct tscan *scan; /* its sites being found (NULL once attached or given up) */
+	int fd;		    /* the verified file, to attach again after a time detached */
+	struct torch_sites sites;
+};
+
+/* A time the probes were detached by the duty cycle: [t0, t1], t1 0 while it lasts. */
+struct gap {
+	uint64_t t0, t1;
 };
 
 struct steps {
@@ -147,6 +157,11 @@ struct steps {
 	uint64_t checked[CHECK_SLOTS];	 /* maps generation last looked at, by pid slot */
 	uint64_t scratch[MAX_DURATIONS]; /* one process's step times of a window */
 	struct steps_stats st;
+	uint64_t max_scopes;
+	struct steps_duty duty; /* set up at the first attach */
+	bool attached;		/* what the duty cycle last made of the probes */
+	struct gap gaps[GAPS];	/* the last GAPS times detached, by ngaps % GAPS */
+	uint64_t ngaps;
 };
 
 static const char *const phase_names[STEP_PHASE__COUNT] = {
@@ -161,7 +176,7 @@ const char *steps__phase_name(enum step_phase ph)
 }
 
 /* See steps.h. */
-struct steps *steps__new(struct proc_cache *pc, struct sampler *s)
+struct steps *steps__new(struct proc_cache *pc, struct sampler *s, uint64_t max_scopes)
 {
 	struct steps *st = calloc(1, sizeof(*st));
 
@@ -169,6 +184,9 @@ struct steps *steps__new(struct proc_cache *pc, struct sampler *s)
 		return NULL;
 	st->pc = pc;
 	st->s = s;
+	st->max_scopes = max_scopes;
+	st->attached = true;
+	steps_duty__init(&st->duty, 0, 0);
 	return st;
 }
 
@@ -180,8 +198,11 @@ void steps__free(struct steps *st)
 	if (!st)
 		return;
 	steps__settle(st);
-	for (int i = 0; i < st->nfiles; i++)
+	for (int i = 0; i < st->nfiles; i++) {
 		uprobe_link__release(st->files[i].links);
+		if (st->files[i].fd >= 0)
+			close(st->files[i].fd);
+	}
 	for (p = st->procs; p; p = next) {
 		next = p->next;
 		free(p->dur);
@@ -327,12 +348,27 @@ static void attach_file(struct steps *st, struct tfile *f)
 	if (!st->tp && !st->tp_failed) {
 		st->tp = torch_probes__new(st->s);
 		st->tp_failed = !st->tp;
+		/* a duty cycle where links can go and come back cheaply (uprobe_multi) */
+		if (st->tp)
+			steps_duty__init(&st->duty,
+					 torch_probes__can_cycle(st->tp) ? st->max_scopes : 0,
+					 clock__mono_ns() ^ (uint64_t)getpid() << 32);
 	}
 	if (st->tp) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", sc->fd);
 		f->links = torch_probes__attach(st->tp, path, &sc->sites);
 	}
-	if (!f->links) {
+	if (f->links) {
+		/* kept to attach again after a time detached (the duty cycle) */
+		f->fd = sc->fd;
+		f->sites = sc->sites;
+		sc->fd = -1;
+		if (!st->attached) { /* the duty cycle has the probes off now */
+			uprobe_link__release(f->links);
+			f->links = NULL;
+		}
+	}
+	if (f->fd < 0) {
 		st->st.attach_failed++;
 		pr_warn("cannot probe the record_function scopes of %s", elf_file__path(sc->ef));
 	} else {
@@ -384,7 +420,7 @@ static void probe_file(struct steps *st, struct proc *p, const struct proc_map *
 		return;
 	/* remembered whatever happens next: the file is not looked at again */
 	f = &st->files[st->nfiles++];
-	*f = (struct tfile){.dev = dev, .ino = m->inode};
+	*f = (struct tfile){.dev = dev, .ino = m->inode, .fd = -1};
 	sc = calloc(1, sizeof(*sc));
 	if (!sc)
 		return;
@@ -516,6 +552,34 @@ static struct sthread *thread_get(struct sproc *p, pid_t tid)
 	return &p->threads[p->nthreads++];
 }
 
+/*
+ * Whether the probes were detached (or being detached or attached again) at some time in
+ * [a, b]: a thread's scopes open across such a time lost their ends or beginnings.
+ */
+static bool detached_between(const struct steps *st, uint64_t a, uint64_t b)
+{
+	uint64_t n = st->ngaps < GAPS ? st->ngaps : GAPS;
+
+	for (uint64_t i = 0; i < n; i++) {
+		const struct gap *g = &st->gaps[(st->ngaps - 1 - i) % GAPS];
+
+		if (g->t0 <= b && (!g->t1 || g->t1 >= a))
+			return true;
+	}
+	/* older times forgotten: a time before the oldest remembered may precede one */
+	return st->ngaps > GAPS && a < st->gaps[st->ngaps % GAPS].t0;
+}
+
+/* Forgets what thread t had open and its step in progress (the probes were detached). */
+static void thread_reset(struct sthread *t)
+{
+	t->depth = 0;
+	t->wait_cls = SC_NONE;
+	t->started = false;
+	memset(t->acc, 0, sizeof(t->acc));
+	t->acc_oncpu = 0;
+}
+
 /* A step ended on thread t at time t1 (CPU time c1): its phases go to the process. */
 static void step_end(struct sproc *p, struct sthread *t, uint64_t t1, uint64_t c1)
 {
@@ -602,6 +666,17 @@ void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
 	t = wait ? thread_find(p, (pid_t)e->tid) : thread_get(p, (pid_t)e->tid);
 	if (!t)
 		return;
+	if (st->ngaps) {
+		/* sent while the probes went or came: half of a pair at best */
+		if (detached_between(st, e->time_ns, e->time_ns)) {
+			st->st.detached_events++;
+			return;
+		}
+		if (t->last_ns && detached_between(st, t->last_ns, e->time_ns))
+			thread_reset(t);
+	}
+	t->last_ns = e->time_ns > t->last_ns ? e->time_ns : t->last_ns;
+	p->hits++;
 	st->st.scopes++;
 	memcpy(name, e->name, sizeof(name));
 	name[sizeof(name) - 1] = '\0';
@@ -621,6 +696,10 @@ void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
 	}
 	p->scoped = true;
 	if (!(e->flags & MLPROF_SCOPE_EXIT)) {
+		/* the same object entered again: its exit was lost, or a link being released
+		 * still ran next to its successor; the later enter is the one */
+		if (t->depth && t->s[t->depth - 1].handle == e->handle)
+			t->depth--;
 		if (t->depth >= MAX_DEPTH)
 			t->depth = MAX_DEPTH - 1; /* too deep: the innermost is replaced */
 		t->s[t->depth++] = (struct open_scope){
@@ -655,6 +734,11 @@ int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, uint64_
 
 		if (t->tid != tid)
 			continue;
+		/* the probes were off at that time, or since the thread's last event: what it
+		 * has open is not known */
+		if (st->ngaps && detached_between(st, t->last_ns < time_ns ? t->last_ns : time_ns,
+						  t->last_ns < time_ns ? time_ns : t->last_ns))
+			return 0;
 		/* the open scope (or wait) whose phase comes first */
 		if (class_phase[t->wait_cls] >= 0)
 			best = class_phase[t->wait_cls];
@@ -791,10 +875,67 @@ void steps__window(struct steps *st,
 	}
 }
 
+/* Detaches every file's probes (on false) or attaches them again. */
+static void set_attached(struct steps *st, bool on)
+{
+	char path[64];
+
+	if (!on) {
+		st->gaps[st->ngaps++ % GAPS] = (struct gap){.t0 = clock__mono_ns()};
+		for (int i = 0; i < st->nfiles; i++) {
+			uprobe_link__release(st->files[i].links);
+			st->files[i].links = NULL;
+		}
+	} else {
+		torch_probes__next_gen(st->tp);
+		for (int i = 0; i < st->nfiles; i++) {
+			struct tfile *f = &st->files[i];
+
+			if (f->fd < 0 || f->links)
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
+			f->links = torch_probes__attach(st->tp, path, &f->sites);
+			if (!f->links) {
+				st->st.attach_failed++;
+				pr_warn("cannot attach the record_function scope probes again: %s",
+					strerror(errno));
+			}
+		}
+		if (st->ngaps)
+			st->gaps[(st->ngaps - 1) % GAPS].t1 = clock__mono_ns();
+	}
+	st->attached = on;
+}
+
+/* See steps.h. */
+void steps__tick(struct steps *st, uint64_t now)
+{
+	uint64_t most = 0;
+	bool measured, on;
+
+	if (!st->tp || !st->st.files_probed)
+		return;
+	for (struct sproc *p = st->procs; p; p = p->next)
+		most = !p->exited && p->hits > most ? p->hits : most;
+	on = steps_duty__tick(&st->duty, now, most, &measured);
+	if (measured)
+		for (struct sproc *p = st->procs; p; p = p->next)
+			p->hits = 0;
+	if (on != st->attached)
+		set_attached(st, on);
+}
+
+/* See steps.h. */
+int steps__wait_ms(const struct steps *st, uint64_t now)
+{
+	return st->tp ? steps_duty__wait_ms(&st->duty, now) : -1;
+}
+
 /* See steps.h. */
 void steps__stats(const struct steps *st, struct steps_stats *out)
 {
 	*out = st->st;
+	out->duty = st->duty.st;
 	for (const struct sproc *p = st->procs; p; p = p->next)
 		out->procs_without_steps += !p->out.steps && !steps_proc__frames_total(&p->out);
 }

@@ -5,7 +5,10 @@
  * time between two ends of an Optimizer.step scope on a thread; each nanosecond of it is in
  * one phase, first match wins: gpu_wait (in a CUDA synchronize call, from the CUDA
  * probes), data_wait (in the DataLoader's __next__), optimizer (in Optimizer.step /
- * zero_grad), cpu_compute (on CPU, the rest), other (off CPU, the rest).
+ * zero_grad), cpu_compute (on CPU, the rest), other (off CPU, the rest). Above a scope rate
+ * the probes are attached in random slots only (steps_duty.h): a thread's open scopes and
+ * its step in progress are forgotten across a time detached, and its samples then carry
+ * no phase.
  */
 #ifndef MLPROF_STEPS_H
 #define MLPROF_STEPS_H
@@ -15,6 +18,8 @@
 #include <sys/types.h>
 
 #include <mlprof/torch.h>
+
+#include "runtimes/torch/steps_duty.h"
 
 struct proc;
 struct proc_cache;
@@ -61,16 +66,29 @@ static inline uint64_t steps_proc__frames_total(const struct steps_proc *sp)
 
 struct steps_stats {
 	uint64_t files_probed, attach_failed, scopes, unmatched_exits, procs_dropped;
+	uint64_t detached_events;     /* sent while the probes were being detached or attached */
+	struct steps_duty_stats duty; /* the probes' duty cycle above --steps-max-scopes */
 	uint64_t files_without_sites; /* libtorch_cpu files with no entry point to probe */
 	uint64_t procs_without_steps; /* processes mapping libtorch_cpu that ran no step */
 };
 
-/* Loads the scope programs lazily (at the first libtorch_cpu file). */
-struct steps *steps__new(struct proc_cache *pc, struct sampler *s);
+/*
+ * Loads the scope programs lazily (at the first libtorch_cpu file). max_scopes: the scope
+ * events a second of the busiest process above which the probes are attached in random
+ * slots only (steps_duty.h; 0: always attached).
+ */
+struct steps *steps__new(struct proc_cache *pc, struct sampler *s, uint64_t max_scopes);
 void steps__free(struct steps *st);
 /* Probes p's libtorch_cpu if it maps one not probed yet (cheap when nothing changed). */
 void steps__check(struct steps *st, struct proc *p);
 void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e);
+/*
+ * At each poll of the consumer (now: CLOCK_MONOTONIC): measures the scope rate and attaches
+ * or detaches the probes as the duty cycle says.
+ */
+void steps__tick(struct steps *st, uint64_t now);
+/* Milliseconds until steps__tick must run again (-1: no hurry). */
+int steps__wait_ms(const struct steps *st, uint64_t now);
 /*
  * The phase thread tid of pid is in now (time_ns, CLOCK_MONOTONIC), as 1 + enum step_phase
  * (0: not in a step): inside a DataLoader or optimizer scope, else cpu_compute for an
