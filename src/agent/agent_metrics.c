@@ -168,8 +168,8 @@ static const struct {
 	[M_STEP_PROBED] =
 		{"mlprof_training_step_probe_ratio", METRIC_GAUGE,
 		 "Fraction of time slots in which the training-step probes are attached "
-		 "(1: always; under 1 when the busiest process opens more record_function "
-		 "scopes a second than steps-max-scopes: steps are timed in those slots)"},
+		 "(1: always; under 1 when the busiest process sends more record_function "
+		 "scope events a second than steps-max-scopes: steps are timed in those slots)"},
 	[M_MEM_WATCHED] = {"mlprof_memory_fault_watch_ratio", METRIC_GAUGE,
 			   "Fraction of the time the memory-growth page-fault programs are "
 			   "attached (1; less above --memory-max-faults, captures then weighted)"},
@@ -321,7 +321,8 @@ static void collect(struct metrics *m, void *ctx)
 	metrics__set(m, id[M_BACKWARD], "what", "samples", (double)ps.backward.grafted, 0);
 	metrics__set(m, id[M_BACKWARD], "what", "evicted", (double)ps.backward.evicted, 0);
 	metrics__set(m, id[M_MEM_WATCHED], NULL, NULL, ps.mem_duty.duty, 0);
-	metrics__set(m, id[M_STEP_PROBED], NULL, NULL, ps.steps_duty.duty, 0);
+	if (have)
+		metrics__set(m, id[M_STEP_PROBED], NULL, NULL, ps.steps_duty.duty, 0);
 	if (a->exp)
 		exporter__stats(a->exp, &es);
 
