@@ -529,7 +529,8 @@ void record_summary__print(const struct record_summary *rs)
 		if (ss.duty.cycled_ns)
 			fprintf(stderr,
 				"mlprof: steps: probes attached %.0f%% of the time (random 0.5 s "
-				"slots: the busiest process sent %.0f scope events a second, over "
+				"slots: the busiest process sent up to %.0f scope events a second, "
+				"over "
 				"--steps-max-scopes %llu; each costs it ~2 us): the steps above "
 				"were "
 				"timed in those slots, their shares and times stand for the run, "
@@ -537,7 +538,7 @@ void record_summary__print(const struct record_summary *rs)
 				ss.duty.total_ns
 					? 100.0 * (double)ss.duty.on_ns / (double)ss.duty.total_ns
 					: 100.0,
-				ss.duty.rate, (unsigned long long)ss.duty.max_rate);
+				ss.duty.peak_rate, (unsigned long long)ss.duty.max_rate);
 		if (ss.files_without_sites)
 			fprintf(stderr,
 				"mlprof: steps: none found in %llu libtorch_cpu file%s: no "

@@ -52,6 +52,15 @@ LINE_RE = re.compile(
 PHASES = ("gpu_wait", "data_wait", "comm", "optimizer", "cpu_compute", "other")
 
 
+def uprobe_multi():
+    """Whether the kernel has uprobe_multi links (as mlprof decides: its BTF names them)."""
+    try:
+        with open("/sys/kernel/btf/vmlinux", "rb") as f:
+            return b"bpf_uprobe_multi_link" in f.read()
+    except OSError:
+        return False
+
+
 def steps_lines(stderr):
     return [m.groups() for m in LINE_RE.finditer(stderr)]
 
@@ -130,11 +139,15 @@ class RecordSteps(unittest.TestCase):
         (each hit costs the loop ~2 us): the summary says for what part of the time; the
         steps timed are that part of the loop's, and their mean time and phases agree with
         the loop's own."""
+        if os.environ.get("MLPROF_TEST_NO_UPROBE_MULTI") == "1" or not uprobe_multi():
+            self.skipTest("no uprobe_multi links: the step probes are never cycled "
+                          "(test_fast_steps_no_uprobe_multi)")
+        base = os.path.join(tmpdir(), "d")
         truth, line, err = self.run_loop(0, 0, env={"COMPUTE_ITERS": "0", "NO_CPU_CLOCK": "1"},
-                                         steps=25000)
+                                         steps=25000, out=base + ".pb.gz")
         ctx = "\ntruth %s\n%s" % (truth, err)
         m = re.search(r"^mlprof: steps: probes attached (\d+)% of the time \(random 0.5 s "
-                      r"slots: the busiest process sent (\d+) scope events a second, over "
+                      r"slots: the busiest process sent up to (\d+) scope events a second, over "
                       r"--steps-max-scopes 1500", err, re.M)
         self.assertIsNotNone(m, "no duty-cycle line" + ctx)
         attached, rate = int(m.group(1)), int(m.group(2))
@@ -154,6 +167,25 @@ class RecordSteps(unittest.TestCase):
         self.assertLess(abs(float(line[7]) - 100 * truth["data"] / total), 2.0, ctx)
         self.assertLess(abs(opt - 100 * truth["opt"] / total), 7.0, ctx)
         self.assertLess(abs(cpu - 100 * truth["compute_cpu"] / total), 9.0, ctx)
+        # the steps profile holds the attached time only: samples while the probes were
+        # away, or before a thread's first step after they came back, have no phase (the
+        # whole loop's would be 1 / attached times as much)
+        wall = sum(vals[-1] for _, vals, _ in
+                   pprof_reader.load(base + ".steps.pb.gz").stacks())
+        timed = steps * mean_ms / 1e3
+        self.assertLess(abs(wall / 1e9 - timed) / timed, 0.3,
+                        "steps profile %.2f s, timed steps %.2f s%s" % (wall / 1e9, timed, ctx))
+
+    def test_fast_steps_no_uprobe_multi(self):
+        """Without uprobe_multi links (kernels before 6.6, as MLPROF_TEST_NO_UPROBE_MULTI=1
+        makes it), a release waits a grace period per site: the probes stay attached at any
+        rate, and every step is timed."""
+        truth, line, err = self.run_loop(0, 0, env={"COMPUTE_ITERS": "0", "NO_CPU_CLOCK": "1",
+                                                    "MLPROF_TEST_NO_UPROBE_MULTI": "1"},
+                                         steps=6000)
+        ctx = "\ntruth %s\n%s" % (truth, err)
+        self.assertNotIn("probes attached", err, ctx)
+        self.assertLessEqual(abs(int(line[2]) - truth["steps"]), 1, ctx)
 
     def test_bad_steps_max_scopes(self):
         for bad in ("-1", "abc", "100000001"):

@@ -43,9 +43,43 @@ static void sim_run(struct sim *s, double rate, double secs)
 		if (measured)
 			s->hits = 0;
 		w = steps_duty__wait_ms(&s->d, s->now);
-		CHECK(w <= (int)(STEPS_DUTY_SLOT_NS / MS), "a wait past the slot: %d ms", w);
-		CHECK(s->d.st.duty < 1.0 || w == -1, "slots while the duty is 1");
+		/* after a tick, a slot runs (its end ahead, renewed at each end) while cycling */
+		if (s->d.st.duty < 1.0)
+			CHECK(w >= 1 && w <= (int)(STEPS_DUTY_SLOT_NS / MS), "wait %d ms", w);
+		else
+			CHECK(w == -1, "slots while the duty is 1 (wait %d ms)", w);
 	}
+}
+
+/* The times away: what a thread's events and samples across one have lost. */
+static void test_gaps(void)
+{
+	struct steps_duty d;
+
+	steps_duty__init(&d, 1500, 1);
+	CHECK(!steps_duty__away_between(&d, 0, ~0ull), "no time away yet");
+	steps_duty__gap_begin(&d, 100);
+	CHECK(steps_duty__away_between(&d, 150, 150), "inside one that lasts");
+	CHECK(steps_duty__away_between(&d, 50, 1000000), "across one that lasts");
+	CHECK(!steps_duty__away_between(&d, 50, 99), "before it");
+	steps_duty__gap_end(&d, 200);
+	CHECK(steps_duty__away_between(&d, 200, 200), "its end");
+	CHECK(!steps_duty__away_between(&d, 201, 5000), "after it");
+	CHECK(steps_duty__away_between(&d, 5000, 150), "across it, either order");
+	CHECK(steps_duty__away_between(&d, 50, 100), "up to its start");
+	steps_duty__gap_end(&d, 300);
+	CHECK(!steps_duty__away_between(&d, 250, 260), "an end without a beginning ignored");
+	/* more than the ring holds: [1000k, 1000k + 100] for k = 1..STEPS_DUTY_GAPS + 2 */
+	for (uint64_t k = 1; k <= STEPS_DUTY_GAPS + 2; k++) {
+		steps_duty__gap_begin(&d, 1000 * k);
+		steps_duty__gap_end(&d, 1000 * k + 100);
+	}
+	CHECK(!steps_duty__away_between(&d, 9200, 9900), "between two remembered");
+	CHECK(steps_duty__away_between(&d, 9200, 10050), "into a remembered one");
+	CHECK(steps_duty__away_between(&d, 150, 160), "inside a forgotten one: away");
+	CHECK(steps_duty__away_between(&d, 2500, 2600),
+	      "before the oldest remembered: may precede a forgotten one");
+	CHECK(!steps_duty__away_between(&d, 12200, 13000), "after the last");
 }
 
 int main(void)
@@ -94,6 +128,10 @@ int main(void)
 	sim_run(&s, 100, 10);
 	CHECK(s.d.st.toggles == a.toggles && s.d.st.on_ns - a.on_ns == 10 * 1000 * MS,
 	      "stays attached");
+
+	CHECK(s.d.st.peak_rate > 900000, "peak rate %.0f", s.d.st.peak_rate);
+
+	test_gaps();
 
 	/* no cap: attached whatever the rate */
 	sim_init(&s, 0);

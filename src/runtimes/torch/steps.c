@@ -38,7 +38,6 @@
  * FRAMES_STALE_MIN_NS; FRAMES_STALE_NS until three such samples) past the last one. */
 #define FRAMES_STALE_NS	    2000000000ull
 #define FRAMES_STALE_MIN_NS 100000000ull
-#define GAPS		    8 /* times detached remembered (the duty cycle's) */
 
 /* record_function_enter_new: torch 2.x (std::optional), 1.13 (c10::optional). */
 static const char *const enter_syms[] = {
@@ -139,11 +138,6 @@ struct tfile {
 	struct torch_sites sites;
 };
 
-/* A time the probes were detached by the duty cycle: [t0, t1], t1 0 while it lasts. */
-struct gap {
-	uint64_t t0, t1;
-};
-
 struct steps {
 	struct proc_cache *pc;
 	struct sampler *s;
@@ -160,8 +154,8 @@ struct steps {
 	uint64_t max_scopes;
 	struct steps_duty duty; /* set up at the first attach */
 	bool attached;		/* what the duty cycle last made of the probes */
-	struct gap gaps[GAPS];	/* the last GAPS times detached, by ngaps % GAPS */
-	uint64_t ngaps;
+	bool reattach_failed;	/* a file's probes could not be attached again */
+	uint64_t retry_ns;	/* ... when to try again */
 };
 
 static const char *const phase_names[STEP_PHASE__COUNT] = {
@@ -358,8 +352,8 @@ static void attach_file(struct steps *st, struct tfile *f)
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", sc->fd);
 		f->links = torch_probes__attach(st->tp, path, &sc->sites);
 	}
-	if (f->links) {
-		/* kept to attach again after a time detached (the duty cycle) */
+	/* kept to attach again after a time detached, where there is a duty cycle */
+	if (f->links && st->duty.max_rate) {
 		f->fd = sc->fd;
 		f->sites = sc->sites;
 		sc->fd = -1;
@@ -368,7 +362,7 @@ static void attach_file(struct steps *st, struct tfile *f)
 			f->links = NULL;
 		}
 	}
-	if (f->fd < 0) {
+	if (!f->links && f->fd < 0) {
 		st->st.attach_failed++;
 		pr_warn("cannot probe the record_function scopes of %s", elf_file__path(sc->ef));
 	} else {
@@ -552,24 +546,6 @@ static struct sthread *thread_get(struct sproc *p, pid_t tid)
 	return &p->threads[p->nthreads++];
 }
 
-/*
- * Whether the probes were detached (or being detached or attached again) at some time in
- * [a, b]: a thread's scopes open across such a time lost their ends or beginnings.
- */
-static bool detached_between(const struct steps *st, uint64_t a, uint64_t b)
-{
-	uint64_t n = st->ngaps < GAPS ? st->ngaps : GAPS;
-
-	for (uint64_t i = 0; i < n; i++) {
-		const struct gap *g = &st->gaps[(st->ngaps - 1 - i) % GAPS];
-
-		if (g->t0 <= b && (!g->t1 || g->t1 >= a))
-			return true;
-	}
-	/* older times forgotten: a time before the oldest remembered may precede one */
-	return st->ngaps > GAPS && a < st->gaps[st->ngaps % GAPS].t0;
-}
-
 /* Forgets what thread t had open and its step in progress (the probes were detached). */
 static void thread_reset(struct sthread *t)
 {
@@ -666,20 +642,23 @@ void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
 	t = wait ? thread_find(p, (pid_t)e->tid) : thread_get(p, (pid_t)e->tid);
 	if (!t)
 		return;
-	if (st->ngaps) {
+	if (st->duty.ngaps) {
 		/* sent while the probes went or came: half of a pair at best */
-		if (detached_between(st, e->time_ns, e->time_ns)) {
+		if (steps_duty__away_between(&st->duty, e->time_ns, e->time_ns)) {
 			st->st.detached_events++;
 			return;
 		}
-		if (t->last_ns && detached_between(st, t->last_ns, e->time_ns))
+		if (t->last_ns && steps_duty__away_between(&st->duty, t->last_ns, e->time_ns))
 			thread_reset(t);
 	}
 	t->last_ns = e->time_ns > t->last_ns ? e->time_ns : t->last_ns;
-	p->hits++;
 	st->st.scopes++;
 	memcpy(name, e->name, sizeof(name));
 	name[sizeof(name) - 1] = '\0';
+	/* the rate the duty cycle can cut: the scope probes' events (enters, exits, collective
+	 * waits), not the CUDA probes' synchronize calls, which stay attached */
+	if (!wait || !strcmp(name, MLPROF_COMM_SCOPE))
+		p->hits++;
 	if (e->flags & MLPROF_SCOPE_WAIT) {
 		/* samples from now until its interval arrives are in its phase */
 		t->wait_cls = classify(name);
@@ -736,8 +715,7 @@ int steps__phase_of(struct steps *st, pid_t pid, pid_t tid, bool on_cpu, uint64_
 			continue;
 		/* the probes were off at that time, or since the thread's last event: what it
 		 * has open is not known */
-		if (st->ngaps && detached_between(st, t->last_ns < time_ns ? t->last_ns : time_ns,
-						  t->last_ns < time_ns ? time_ns : t->last_ns))
+		if (st->duty.ngaps && steps_duty__away_between(&st->duty, t->last_ns, time_ns))
 			return 0;
 		/* the open scope (or wait) whose phase comes first */
 		if (class_phase[t->wait_cls] >= 0)
@@ -875,34 +853,47 @@ void steps__window(struct steps *st,
 	}
 }
 
-/* Detaches every file's probes (on false) or attaches them again. */
-static void set_attached(struct steps *st, bool on)
+/* Attaches the probes of the files kept for it that have none now. */
+static void attach_missing(struct steps *st, uint64_t now)
 {
 	char path[64];
 
+	st->reattach_failed = false;
+	for (int i = 0; i < st->nfiles; i++) {
+		struct tfile *f = &st->files[i];
+
+		if (f->fd < 0 || f->links)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
+		f->links = torch_probes__attach(st->tp, path, &f->sites);
+		if (!f->links) {
+			if (!st->st.reattach_failed)
+				pr_warn("cannot attach the record_function scope probes again "
+					"(%s): "
+					"trying again every second",
+					strerror(errno));
+			st->st.reattach_failed++;
+			st->reattach_failed = true;
+			st->retry_ns = now + 1000000000ull;
+		}
+	}
+}
+
+/* Detaches every file's probes (on false) or attaches them again. */
+static void set_attached(struct steps *st, bool on, uint64_t now)
+{
 	if (!on) {
-		st->gaps[st->ngaps++ % GAPS] = (struct gap){.t0 = clock__mono_ns()};
+		steps_duty__gap_begin(&st->duty, clock__mono_ns());
 		for (int i = 0; i < st->nfiles; i++) {
 			uprobe_link__release(st->files[i].links);
 			st->files[i].links = NULL;
 		}
 	} else {
+		/* the BPF side forgets what it had open; what the new links send from now on is
+		 * whole (the old ones went a slot ago) */
 		torch_probes__next_gen(st->tp);
-		for (int i = 0; i < st->nfiles; i++) {
-			struct tfile *f = &st->files[i];
-
-			if (f->fd < 0 || f->links)
-				continue;
-			snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
-			f->links = torch_probes__attach(st->tp, path, &f->sites);
-			if (!f->links) {
-				st->st.attach_failed++;
-				pr_warn("cannot attach the record_function scope probes again: %s",
-					strerror(errno));
-			}
-		}
-		if (st->ngaps)
-			st->gaps[(st->ngaps - 1) % GAPS].t1 = clock__mono_ns();
+		steps_duty__gap_end(&st->duty, clock__mono_ns());
+		attach_missing(st, now);
 	}
 	st->attached = on;
 }
@@ -922,7 +913,9 @@ void steps__tick(struct steps *st, uint64_t now)
 		for (struct sproc *p = st->procs; p; p = p->next)
 			p->hits = 0;
 	if (on != st->attached)
-		set_attached(st, on);
+		set_attached(st, on, now);
+	else if (on && st->reattach_failed && now >= st->retry_ns)
+		attach_missing(st, now);
 }
 
 /* See steps.h. */

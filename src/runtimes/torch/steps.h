@@ -67,6 +67,7 @@ static inline uint64_t steps_proc__frames_total(const struct steps_proc *sp)
 struct steps_stats {
 	uint64_t files_probed, attach_failed, scopes, unmatched_exits, procs_dropped;
 	uint64_t detached_events;     /* sent while the probes were being detached or attached */
+	uint64_t reattach_failed;     /* attaches again after a time detached that failed */
 	struct steps_duty_stats duty; /* the probes' duty cycle above --steps-max-scopes */
 	uint64_t files_without_sites; /* libtorch_cpu files with no entry point to probe */
 	uint64_t procs_without_steps; /* processes mapping libtorch_cpu that ran no step */

@@ -32,6 +32,7 @@ bool steps_duty__tick(struct steps_duty *d, uint64_t now, uint64_t hits, bool *m
 	}
 	if (d->meas_on_ns >= STEPS_DUTY_RATE_NS) {
 		d->st.rate = (double)hits * 1e9 / (double)d->meas_on_ns;
+		d->st.peak_rate = d->st.rate > d->st.peak_rate ? d->st.rate : d->st.peak_rate;
 		d->st.duty = duty__choose(d->st.rate, d->max_rate, STEPS_DUTY_MIN);
 		d->meas_on_ns = 0;
 		*measured = true;
@@ -57,4 +58,37 @@ int steps_duty__wait_ms(const struct steps_duty *d, uint64_t now)
 	if (d->st.duty >= 1.0 || !d->slot_end)
 		return -1;
 	return d->slot_end > now ? (int)((d->slot_end - now + 999999) / 1000000) : 0;
+}
+
+/* See steps_duty.h. */
+void steps_duty__gap_begin(struct steps_duty *d, uint64_t t)
+{
+	d->gaps[d->ngaps++ % STEPS_DUTY_GAPS] = (struct steps_duty_gap){.t0 = t};
+}
+
+/* See steps_duty.h. */
+void steps_duty__gap_end(struct steps_duty *d, uint64_t t)
+{
+	if (d->ngaps && !d->gaps[(d->ngaps - 1) % STEPS_DUTY_GAPS].t1)
+		d->gaps[(d->ngaps - 1) % STEPS_DUTY_GAPS].t1 = t;
+}
+
+/* See steps_duty.h. */
+bool steps_duty__away_between(const struct steps_duty *d, uint64_t a, uint64_t b)
+{
+	uint64_t n = d->ngaps < STEPS_DUTY_GAPS ? d->ngaps : STEPS_DUTY_GAPS;
+
+	if (a > b) {
+		uint64_t t = a;
+
+		a = b;
+		b = t;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		const struct steps_duty_gap *g = &d->gaps[(d->ngaps - 1 - i) % STEPS_DUTY_GAPS];
+
+		if (g->t0 <= b && (!g->t1 || g->t1 >= a))
+			return true;
+	}
+	return d->ngaps > STEPS_DUTY_GAPS && a < d->gaps[d->ngaps % STEPS_DUTY_GAPS].t0;
 }

@@ -23,15 +23,22 @@
 #define STEPS_DUTY_MIN	   0.05
 /* --steps-max-scopes' default: three scopes a step (six events), steps of ~4 ms */
 #define STEPS_MAX_SCOPES_DEFAULT 1500
+#define STEPS_DUTY_GAPS		 8 /* times detached remembered */
 
 struct steps_duty_stats {
 	double duty;	    /* the fraction of slots attached now (1: always) */
 	double rate;	    /* the busiest process's scope events a second, last measured */
+	double peak_rate;   /* ... the highest measured */
 	uint64_t total_ns;  /* time run since the first tick */
 	uint64_t on_ns;	    /* ... with the probes attached */
 	uint64_t toggles;   /* attaches and detaches */
 	uint64_t cycled_ns; /* time run while the duty was under 1 */
 	uint64_t max_rate;  /* the cap (0: none) */
+};
+
+/* A time the probes were detached: [t0, t1], t1 0 while it lasts. */
+struct steps_duty_gap {
+	uint64_t t0, t1;
 };
 
 struct steps_duty {
@@ -42,6 +49,8 @@ struct steps_duty {
 	uint64_t last;	     /* the last tick (0: none yet) */
 	uint64_t meas_on_ns; /* attached time since the rate was last measured */
 	struct steps_duty_stats st;
+	struct steps_duty_gap gaps[STEPS_DUTY_GAPS]; /* the last ones, by ngaps % GAPS */
+	uint64_t ngaps;
 };
 
 /* Starts attached, with no cap when max_rate is 0. seed: any value. */
@@ -57,5 +66,19 @@ bool steps_duty__tick(struct steps_duty *d, uint64_t now, uint64_t hits, bool *m
 
 /* Milliseconds from now until the current slot ends (-1: no slots, the duty is 1). */
 int steps_duty__wait_ms(const struct steps_duty *d, uint64_t now);
+
+/*
+ * The times the probes were away, as the caller detached them (gap_begin, at the time it
+ * began releasing them) and had them back (gap_end, once events sent from then on are
+ * whole again): events and samples of a thread across such a time have lost what was open.
+ */
+void steps_duty__gap_begin(struct steps_duty *d, uint64_t t);
+void steps_duty__gap_end(struct steps_duty *d, uint64_t t);
+/*
+ * Whether the probes were away at some time in [a, b] (in either order), as far as the last
+ * STEPS_DUTY_GAPS times away tell: a time before the oldest of them may precede a forgotten
+ * one, and counts as such.
+ */
+bool steps_duty__away_between(const struct steps_duty *d, uint64_t a, uint64_t b);
 
 #endif
