@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,9 +69,10 @@ void torch_probes__free(struct torch_probes *tp)
 }
 
 /* See torch_probes.h. */
-struct uprobe_link *torch_probes__attach(struct torch_probes *tp, const char *path,
+struct uprobe_link *torch_probes__attach(struct torch_probes *tp, int fd,
 					 const struct torch_sites *sites)
 {
+	char path[64];
 	struct uprobe_target t[2 + TORCH_COMM_SITES] = {
 		{.off = sites->enter_off,
 		 .cookie = sites->enter_rec ? MLPROF_TP_ENTER_REC : MLPROF_TP_ENTER,
@@ -79,6 +81,7 @@ struct uprobe_link *torch_probes__attach(struct torch_probes *tp, const char *pa
 	};
 	int n = 2;
 
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	for (int i = 0; i < sites->n_comm && i < TORCH_COMM_SITES; i++)
 		t[n++] = (struct uprobe_target){
 			.off = sites->comm_off[i], .cookie = MLPROF_TP_COMM, .ret = true};

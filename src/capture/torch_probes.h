@@ -31,10 +31,11 @@ struct torch_sites {
 };
 
 /*
- * Attaches the scope probes at sites of the ELF file at path, for every process (BPF
- * filters by pid). The links (uprobe_link__release) or NULL with errno set.
+ * Attaches the scope probes at sites of the ELF file open as fd (kept open by the caller,
+ * for attaching again), for every process (BPF filters by pid). The links
+ * (uprobe_link__release) or NULL with errno set.
  */
-struct uprobe_link *torch_probes__attach(struct torch_probes *tp, const char *path,
+struct uprobe_link *torch_probes__attach(struct torch_probes *tp, int fd,
 					 const struct torch_sites *sites);
 
 /*

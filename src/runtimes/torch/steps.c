@@ -153,7 +153,6 @@ struct steps {
 	struct steps_stats st;
 	uint64_t max_scopes;
 	struct steps_duty duty; /* set up at the first attach */
-	bool attached;		/* what the duty cycle last made of the probes */
 	bool reattach_failed;	/* a file's probes could not be attached again */
 	uint64_t retry_ns;	/* ... when to try again */
 };
@@ -179,7 +178,6 @@ struct steps *steps__new(struct proc_cache *pc, struct sampler *s, uint64_t max_
 	st->pc = pc;
 	st->s = s;
 	st->max_scopes = max_scopes;
-	st->attached = true;
 	steps_duty__init(&st->duty, 0, 0);
 	return st;
 }
@@ -332,7 +330,6 @@ static struct tscan *scan_take(struct steps *st, struct tfile *f)
 static void attach_file(struct steps *st, struct tfile *f)
 {
 	struct tscan *sc = scan_take(st, f);
-	char path[64];
 
 	if (!sc->found) {
 		pr_info("%s: no record_function entry points: steps not found by probes",
@@ -348,16 +345,14 @@ static void attach_file(struct steps *st, struct tfile *f)
 					 torch_probes__can_cycle(st->tp) ? st->max_scopes : 0,
 					 clock__mono_ns() ^ (uint64_t)getpid() << 32);
 	}
-	if (st->tp) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", sc->fd);
-		f->links = torch_probes__attach(st->tp, path, &sc->sites);
-	}
+	if (st->tp)
+		f->links = torch_probes__attach(st->tp, sc->fd, &sc->sites);
 	/* kept to attach again after a time detached, where there is a duty cycle */
-	if (f->links && st->duty.max_rate) {
+	if (f->links && st->duty.st.max_rate) {
 		f->fd = sc->fd;
 		f->sites = sc->sites;
 		sc->fd = -1;
-		if (!st->attached) { /* the duty cycle has the probes off now */
+		if (!st->duty.on) { /* the duty cycle has the probes off now */
 			uprobe_link__release(f->links);
 			f->links = NULL;
 		}
@@ -856,16 +851,13 @@ void steps__window(struct steps *st,
 /* Attaches the probes of the files kept for it that have none now. */
 static void attach_missing(struct steps *st, uint64_t now)
 {
-	char path[64];
-
 	st->reattach_failed = false;
 	for (int i = 0; i < st->nfiles; i++) {
 		struct tfile *f = &st->files[i];
 
 		if (f->fd < 0 || f->links)
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
-		f->links = torch_probes__attach(st->tp, path, &f->sites);
+		f->links = torch_probes__attach(st->tp, f->fd, &f->sites);
 		if (!f->links) {
 			if (!st->st.reattach_failed)
 				pr_warn("cannot attach the record_function scope probes again "
@@ -895,14 +887,13 @@ static void set_attached(struct steps *st, bool on, uint64_t now)
 		steps_duty__gap_end(&st->duty, clock__mono_ns());
 		attach_missing(st, now);
 	}
-	st->attached = on;
 }
 
 /* See steps.h. */
 void steps__tick(struct steps *st, uint64_t now)
 {
 	uint64_t most = 0;
-	bool measured, on;
+	bool measured, on, was = st->duty.on;
 
 	if (!st->tp || !st->st.files_probed)
 		return;
@@ -912,7 +903,7 @@ void steps__tick(struct steps *st, uint64_t now)
 	if (measured)
 		for (struct sproc *p = st->procs; p; p = p->next)
 			p->hits = 0;
-	if (on != st->attached)
+	if (on != was)
 		set_attached(st, on, now);
 	else if (on && st->reattach_failed && now >= st->retry_ns)
 		attach_missing(st, now);

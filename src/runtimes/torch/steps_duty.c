@@ -7,7 +7,7 @@
 /* See steps_duty.h. */
 void steps_duty__init(struct steps_duty *d, uint64_t max_rate, uint64_t seed)
 {
-	*d = (struct steps_duty){.max_rate = max_rate, .on = true};
+	*d = (struct steps_duty){.on = true};
 	d->rng = seed ^ 0x9e3779b97f4a7c15ULL;
 	if (!d->rng)
 		d->rng = 1;
@@ -33,7 +33,7 @@ bool steps_duty__tick(struct steps_duty *d, uint64_t now, uint64_t hits, bool *m
 	if (d->meas_on_ns >= STEPS_DUTY_RATE_NS) {
 		d->st.rate = (double)hits * 1e9 / (double)d->meas_on_ns;
 		d->st.peak_rate = d->st.rate > d->st.peak_rate ? d->st.rate : d->st.peak_rate;
-		d->st.duty = duty__choose(d->st.rate, d->max_rate, STEPS_DUTY_MIN);
+		d->st.duty = duty__choose(d->st.rate, d->st.max_rate, STEPS_DUTY_MIN);
 		d->meas_on_ns = 0;
 		*measured = true;
 	}

@@ -42,7 +42,6 @@ struct steps_duty_gap {
 };
 
 struct steps_duty {
-	uint64_t max_rate; /* scope events per process per second seen whole (0: always) */
 	uint64_t rng;
 	bool on;
 	uint64_t slot_end;   /* the current slot's end (while the duty is under 1) */
