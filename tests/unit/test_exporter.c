@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 
 #include "check.h"
+#include "fds.h"
 #include <zlib.h>
 
 #include "export/exporter.h"
@@ -538,20 +539,6 @@ int fsync(int fd)
 	return (int)syscall(SYS_fsync, fd);
 }
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 /* Names in dir (dot files included) matching the shell pattern pat. */
 static int count_files(const char *dir, const char *pat)
 {
@@ -621,7 +608,7 @@ static void test_file_names_and_failures(void)
 	CHECK_INT(count_files(dir, "_hidden-*Z-000001.pb.gz"), 1);
 	CHECK_INT(count_files(dir, "xxxx*~*-*Z-000001.pb.gz"), 2);
 
-	fds = count_fds();
+	fds = count_fds(NULL, NULL);
 	fail_fsync = 1;
 	submit_svc(e, "svc", 2);
 	exporter__flush(e, 5000);
@@ -629,7 +616,7 @@ static void test_file_names_and_failures(void)
 	exporter__stats(e, &st);
 	CHECK_INT(st.pushed, 3);
 	CHECK(st.failed >= 1, "no failed write");
-	CHECK_INT(count_fds(), fds);
+	CHECK_INT(count_fds(NULL, NULL), fds);
 	CHECK_INT(count_files(dir, ".*"), 0);
 	CHECK_INT(count_files(dir, "svc-*"), 0);
 	exporter__free(e);

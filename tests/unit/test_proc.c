@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fds.h"
 #include "symbolize/elf.h"
 #include "symbolize/proc.h"
 
@@ -284,30 +285,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Open descriptors of this process on a /proc/PID/maps file. */
-static int maps_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		char path[320], target[256];
-		ssize_t len;
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
-		len = readlink(path, target, sizeof(target) - 1);
-		if (len <= 5)
-			continue;
-		target[len] = '\0';
-		n += !strncmp(target, "/proc/", 6) && !strcmp(target + len - 5, "/maps");
-	}
-	closedir(d);
-	return n;
-}
-
 static void test_real_processes(void)
 {
 	struct proc_cache_config cfg = {.max_procs = 8, .max_elf_files = 8, .proc_root = "/proc"};
@@ -432,7 +409,7 @@ static void test_real_processes(void)
 		proc_cache__stats(pc, &st);
 		if (st.misses_checked == checked + 1) {
 			/* the maps file asked stays open for the next query, until exec */
-			CHECK_INT(maps_fds(), 1);
+			CHECK_INT(count_fds("/proc/", "/maps"), 1);
 			usleep(15 * 1000);
 			CHECK(proc_cache__find_map(pc, self, a + 8192) == NULL,
 			      "heap address found");
@@ -440,7 +417,8 @@ static void test_real_processes(void)
 			CHECK_INT(st.misses_checked, checked + 1);
 			CHECK_INT(st.misses_in_gaps, 1);
 			proc_cache__on_exec(pc, getpid()); /* new maps: the gap is forgotten */
-			CHECK_INT(maps_fds(), 0);	   /* (it answered for the old image) */
+			CHECK_INT(count_fds("/proc/", "/maps"),
+				  0); /* (it answered for the old image) */
 			self = proc_cache__get(pc, getpid());
 			usleep(15 * 1000);
 			CHECK(proc_cache__find_map(pc, self, a + 8192) == NULL,
@@ -448,7 +426,7 @@ static void test_real_processes(void)
 			proc_cache__stats(pc, &st);
 			CHECK_INT(st.misses_checked, checked + 2);
 			CHECK_INT(st.misses_in_gaps, 1);
-			CHECK_INT(maps_fds(), 1);
+			CHECK_INT(count_fds("/proc/", "/maps"), 1);
 		} else {
 			printf("  (no PROCMAP_QUERY on this kernel: gaps not checked)\n");
 		}
@@ -456,7 +434,7 @@ static void test_real_processes(void)
 	}
 cleanup:
 	proc_cache__free(pc);
-	CHECK_INT(maps_fds(), 0);
+	CHECK_INT(count_fds("/proc/", "/maps"), 0);
 }
 
 static const struct proc_map *vdso_map(struct proc *p)
