@@ -110,7 +110,9 @@ class PythonTorch(unittest.TestCase):
         self.assertGreaterEqual(fwd_native / total, MIN_FORWARD_NATIVE,
                                 "TinyNet.forward under libtorch frames: %d/%d; e.g. %s" %
                                 (fwd_native, total, examples.get("forward without libtorch above")))
-        self.assertGreaterEqual(loss, 3, "mse_loss frames")
+        # mse_loss is ~0.4% of the loop's CPU: 1 to 12 samples of ~2000 in ten runs here
+        # (a clean CI run had 1): its Python frames named at all is what is checked
+        self.assertGreaterEqual(loss, 1, "mse_loss frames")
         self.assertGreaterEqual(bwd / total, MIN_BACKWARD, "backward frames %d/%d" % (bwd, total))
         self.assertGreaterEqual(bwd_engine / bwd, MIN_BACKWARD_ENGINE,
                                 "backward under autograd Engine frames: %d/%d; e.g. %s" %

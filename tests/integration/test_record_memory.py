@@ -302,7 +302,7 @@ class RecordMemory(unittest.TestCase):
         on shared anonymous memory (shmem) are not counted, also when the shared memory
         is mapped where private memory written just before was, after a munmap
         (reuse_chain) or over it with MAP_FIXED (fixed_chain): a mapping classified before
-        the change must not be trusted after it. The 16 MiB kept and the 2 x 64 MiB of
+        the change must not be trusted after it. The 32 MiB kept and the 2 x 64 MiB of
         private memory written before those changes are counted, and so are the 64 MiB
         that a SIGSEGV handler makes writable page by page with mprotect (protect_chain:
         each page's refused first write brings nothing in, its retry does). One thread's
@@ -322,7 +322,7 @@ class RecordMemory(unittest.TestCase):
         # checks which faults count, not the sampling)
         cp, out = record(["--memory-rate", "1000000", "--memory-max-faults", "0",
                           "--log-level", "debug", "-o", pb],
-                         [WORKLOAD, "other", "64", "16"], env=env)
+                         [WORKLOAD, "other", "64", "32"], env=env)
         self.assertIn("mapping changes seen by " + (
             "syscall tracepoints" if env else "mmap_lock_released"), cp.stderr)
         js = out[0]
@@ -341,7 +341,7 @@ class RecordMemory(unittest.TestCase):
         fixed = sum(s[1] for s in st if "fixed_private" in s[0])
         prot = sum(s[1] for s in st if "protect_chain" in s[0])
         cross = sum(s[1] for s in st if "cross_private" in s[0])
-        report = ("read/shared chains %.2f MiB, keep chain %.2f MiB of 16, private memory "
+        report = ("read/shared chains %.2f MiB, keep chain %.2f MiB of 32, private memory "
                   "before the munmap %.2f MiB of 64, before the MAP_FIXED mmap %.2f MiB of "
                   "64, made writable by mprotect %.2f MiB of 64, written by one thread before "
                   "another's MAP_FIXED %.2f MiB of 32\n%s" %
@@ -349,6 +349,8 @@ class RecordMemory(unittest.TestCase):
                    top(st, 1)))
         print("\n" + report)
         self.assertLessEqual(other, 1 << 20, report)  # 256 MiB faulted: 0 expected
+        # (32 MiB kept: ~64 captures, the count's spread about 10%; with 16 a clean CI run
+        # once measured 23 MiB, beside 13 to 19 in 32 runs here)
         self.assertLess(abs(keep - js["kept_bytes"]) / js["kept_bytes"], ALLOC_TOL + 0.1,
                         report)
         for got, want in ((priv, js["reused_private_bytes"]),
