@@ -321,6 +321,7 @@ static int run(struct agent *a, const sigset_t *sigs)
 	}
 	/* drain what the ring buffer still holds, then send the open windows */
 	atomic_store(&a->ready, false);
+	pipeline__ending(a->pl);
 	for (int i = 0; i < 5 && pipeline__poll(a->pl, 0) > 0; i++)
 		;
 	pipeline__drain(a->pl, AGENT_DRAIN_MS);

@@ -833,6 +833,7 @@ static int run_loop(struct record_opts *o, struct pipeline *pl, pid_t child, int
 			break;
 	}
 	/* Drain what the kernel already queued. */
+	pipeline__ending(pl);
 	for (int i = 0; i < 50 && pipeline__poll(pl, 0) > 0; i++)
 		;
 	if (child > 0 && !child_done) {

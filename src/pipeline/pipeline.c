@@ -632,15 +632,15 @@ int pipeline__poll(struct pipeline *pl, int timeout_ms)
 	int n;
 
 	pl->sink_err = 0;
-	/* the step probes' duty cycle switches at its slots' ends */
-	if (pl->steps) {
+	/* the step probes' duty cycle switches at its slots' ends (not once the capture ends) */
+	if (pl->steps && !pl->ending) {
 		int w = steps__wait_ms(pl->steps, clock__mono_ns());
 
 		if (w >= 0 && (timeout_ms < 0 || w < timeout_ms))
 			timeout_ms = w;
 	}
 	n = sampler__poll(pl->sampler, timeout_ms);
-	if (pl->steps)
+	if (pl->steps && !pl->ending)
 		steps__tick(pl->steps, clock__mono_ns());
 	sampler__hold_sweep(pl->sampler, PIPELINE_HOLD_MAX_NS);
 	if (pl->wait.count && !pl->sink_err)
@@ -659,6 +659,12 @@ int pipeline__poll(struct pipeline *pl, int timeout_ms)
 	if (pl->sink_err)
 		return pl->sink_err;
 	return n;
+}
+
+/* See pipeline.h. */
+void pipeline__ending(struct pipeline *pl)
+{
+	pl->ending = true;
 }
 
 /* See pipeline.h. */

@@ -87,6 +87,11 @@ int pipeline__add_pid(struct pipeline *pl, pid_t pid);
 /* Processes records for up to timeout_ms. Returns records handled or -errno. */
 int pipeline__poll(struct pipeline *pl, int timeout_ms);
 /*
+ * The capture ends: the polls that drain the ring buffer from now on switch no probes (the
+ * step probes' duty cycle stays where it is).
+ */
+void pipeline__ending(struct pipeline *pl);
+/*
  * Emits the in-use views (device allocations, sampled memory growth): one sample per stack
  * still holding memory (sample_info.inuse, value = bytes) with time time_ns (0: the time of
  * the stack's sample). The view at the end of a window or a recording. 0 or the sink's

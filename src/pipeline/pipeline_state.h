@@ -64,6 +64,7 @@ struct pipeline {
 	struct backward *bwd; /* PyTorch backward passes in progress (workers' samples) */
 	struct cuda *cuda;    /* NULL when CUDA probes are off */
 	int sink_err;
+	bool ending; /* pipeline__ending: the last polls */
 
 	/* samples parked until their symbol indexes are built */
 	struct symwait wait;

@@ -632,20 +632,19 @@ void steps__on_scope(struct steps *st, const struct mlprof_torch_scope *e)
 
 	if (!p)
 		return;
+	/* sent while the probes went or came: half of a pair at best (and no thread slot) */
+	if (st->duty.ngaps && steps_duty__away_between(&st->duty, e->time_ns, e->time_ns)) {
+		st->st.detached_events++;
+		return;
+	}
 	/* waits (synchronize calls, collectives) only count on threads that have opened a
 	 * scope: other threads (NCCL's, the autograd engine's) take no slot */
 	t = wait ? thread_find(p, (pid_t)e->tid) : thread_get(p, (pid_t)e->tid);
 	if (!t)
 		return;
-	if (st->duty.ngaps) {
-		/* sent while the probes went or came: half of a pair at best */
-		if (steps_duty__away_between(&st->duty, e->time_ns, e->time_ns)) {
-			st->st.detached_events++;
-			return;
-		}
-		if (t->last_ns && steps_duty__away_between(&st->duty, t->last_ns, e->time_ns))
-			thread_reset(t);
-	}
+	if (st->duty.ngaps && t->last_ns &&
+	    steps_duty__away_between(&st->duty, t->last_ns, e->time_ns))
+		thread_reset(t);
 	t->last_ns = e->time_ns > t->last_ns ? e->time_ns : t->last_ns;
 	st->st.scopes++;
 	memcpy(name, e->name, sizeof(name));
