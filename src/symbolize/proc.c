@@ -8,20 +8,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/magic.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "symbolize/elf.h"
+#include "symbolize/foreign_file.h"
 #include "symbolize/proc_maps.h"
 #include "util/clock.h"
 #include "util/lru.h"
@@ -32,9 +28,6 @@
  * may stay unnamed a while) instead of taking the consumer's time from every other one.
  */
 #define REREAD_COST_FACTOR 100
-/* Devices whose FUSE-ness is remembered (see on_fuse), and for how long. */
-#define FUSE_SLOTS  64
-#define FUSE_TTL_NS (60ull * 1000 * 1000 * 1000)
 /* Bytes of map sets (cached, retired and buried processes) when none are configured. */
 #define PROC_DEFAULT_MAX_BYTES (32ull << 20)
 /*
@@ -122,17 +115,14 @@ struct proc_cache {
 	struct proc_entry **buckets;
 	size_t nbuckets;
 	size_t nprocs;
-	uint64_t bytes;	      /* held by map sets (see struct map_set) */
-	uint64_t grave_bytes; /* ... of which by buried entries (freed at gc) */
-	bool no_query;	      /* PROCMAP_QUERY unsupported: maps are read as text */
-	unsigned diag_logged; /* misses in executable memory logged (diag_miss) */
-	unsigned query_fds;   /* entries holding a query_fd (at most QUERY_FDS_MAX) */
-	bool retired_full;    /* a process stopped re-reading at RETIRED_MAX (trim) */
-	struct fuse_dev {
-		bool known, fuse;
-		uint64_t dev, when;
-	} fuse[FUSE_SLOTS];  /* on_fuse's answers, direct-mapped by device */
-	struct lru_list lru; /* cached processes, most recently used at head */
+	uint64_t bytes;	       /* held by map sets (see struct map_set) */
+	uint64_t grave_bytes;  /* ... of which by buried entries (freed at gc) */
+	bool no_query;	       /* PROCMAP_QUERY unsupported: maps are read as text */
+	unsigned diag_logged;  /* misses in executable memory logged (diag_miss) */
+	unsigned query_fds;    /* entries holding a query_fd (at most QUERY_FDS_MAX) */
+	bool retired_full;     /* a process stopped re-reading at RETIRED_MAX (trim) */
+	struct fuse_devs fuse; /* FUSE mounts met (foreign_file__on_fuse) */
+	struct lru_list lru;   /* cached processes, most recently used at head */
 	struct proc_entry *graveyard;
 	size_t ngrave;
 	struct elf_entry **elfs;
@@ -704,118 +694,6 @@ bool proc_map__deleted(const struct proc_map *m)
 	return n > s && strcmp(m->path + n - s, suffix) == 0;
 }
 
-/*
- * True when the file open on fd is the one map m maps. The maps line gives the device and
- * inode of the file the kernel mapped. On overlayfs (container images) that is the file in
- * the layer below, while fstat through the overlay reports the overlay's device and the
- * layer's inode number (with xino, layer bits on top); btrfs reports a per-subvolume
- * device: there the inode number alone must match.
- */
-static bool same_file(int fd, const struct stat *st, const struct proc_map *m)
-{
-	const uint64_t low48 = (1ull << 48) - 1;
-	struct statfs sfs;
-
-	if (st->st_dev == makedev(m->dev_major, m->dev_minor) && st->st_ino == m->inode)
-		return true;
-	if (fstatfs(fd, &sfs))
-		return false;
-	if ((unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC)
-		return ((uint64_t)st->st_ino & low48) == (m->inode & low48);
-	if ((unsigned long)sfs.f_type == BTRFS_SUPER_MAGIC)
-		return st->st_ino == m->inode;
-	return false;
-}
-
-/*
- * Opens m's path inside the process's root: openat2(RESOLVE_IN_ROOT) keeps symlinks and
- * ".." inside that root (magic links refused), O_NONBLOCK keeps a FIFO or a device from
- * blocking, and only a regular file that is the mapped one (same_file) is accepted.
- * Returns the fd (name: its path, for messages) or -errno.
- */
-static int open_in_root(struct proc_cache *pc, pid_t pid, const struct proc_map *m, char *name,
-			size_t len)
-{
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	char path[320];
-	int rootfd, fd, err = 0;
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/%d/root", pc->proc_root, (int)pid);
-	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0) {
-		err = -errno;
-		pr_debug("cannot open %s: %s", path, strerror(-err));
-		return err;
-	}
-	fd = (int)syscall(SYS_openat2, rootfd, m->path, &how, sizeof(how));
-	if ((size_t)snprintf(name, len, "%s/%d/root%s", pc->proc_root, (int)pid, m->path) >= len)
-		name[len - 1] = '\0';
-	if (fd < 0) {
-		err = -errno;
-		pr_debug("cannot open %s: %s", name, strerror(-err));
-	} else if (fstat(fd, &st)) {
-		err = -errno;
-		pr_debug("cannot stat %s: %s", name, strerror(-err));
-	} else if (!S_ISREG(st.st_mode) || !same_file(fd, &st, m)) {
-		err = -ESTALE;
-		pc->stats.files_rejected++;
-		pr_debug("%s: not the file %d maps (%s)", name, (int)pid,
-			 S_ISREG(st.st_mode) ? "other device/inode" : "not a regular file");
-	}
-	close(rootfd);
-	if (err && fd >= 0)
-		close(fd);
-	return err ? err : fd;
-}
-
-/*
- * Whether device major:minor (an anonymous device: major 0) is a FUSE mount, from the
- * mount table of process pid, which procfs writes without asking any file system. A FUSE
- * file is never opened: a stopped or hostile FUSE server would block the open (and every
- * later page read) of the thread that profiles the whole host. Answers are kept per
- * device for FUSE_TTL_NS (device numbers are reused after an unmount).
- */
-static bool on_fuse(struct proc_cache *pc, pid_t pid, uint32_t major, uint32_t minor)
-{
-	uint64_t now = clock__mono_ns(), dev = (uint64_t)major << 32 | minor;
-	struct fuse_dev *slot = &pc->fuse[dev % FUSE_SLOTS];
-	char path[320], line[4096];
-	bool fuse = false;
-	FILE *f;
-
-	if (major != 0)
-		return false;
-	if (slot->known && slot->dev == dev && now - slot->when < FUSE_TTL_NS)
-		return slot->fuse;
-	snprintf(path, sizeof(path), "%s/%d/mountinfo", pc->proc_root, (int)pid);
-	f = fopen(path, "re");
-	if (f) {
-		while (fgets(line, sizeof(line), f)) {
-			unsigned int ma, mi;
-			const char *sep = strstr(line, " - ");
-
-			/* "36 35 0:42 /root /mnt rw,relatime shared:1 - fuse.bindfs src rw,..." */
-			if (!sep || sscanf(line, "%*u %*u %u:%u", &ma, &mi) != 2 || ma != major ||
-			    mi != minor)
-				continue;
-			fuse = !strncmp(sep + 3, "fuse ", 5) || !strncmp(sep + 3, "fuse.", 5) ||
-			       !strncmp(sep + 3, "fuseblk ", 8);
-			break;
-		}
-		fclose(f);
-	}
-	if (fuse && !(slot->known && slot->dev == dev && slot->fuse))
-		pr_info("files on the FUSE mount with device 0:%u (seen in pid %d) are not read: a "
-			"stalled FUSE server would stall the profiler",
-			minor, (int)pid);
-	*slot = (struct fuse_dev){.known = true, .fuse = fuse, .dev = dev, .when = now};
-	return fuse;
-}
-
 /* See proc.h. */
 int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map *m, char *name,
 			 size_t len)
@@ -824,7 +702,7 @@ int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map
 
 	if (!pc || !m || !name || len < 2)
 		return -EINVAL;
-	if (on_fuse(pc, pid, m->dev_major, m->dev_minor)) {
+	if (foreign_file__on_fuse(&pc->fuse, pc->proc_root, pid, m->dev_major, m->dev_minor)) {
 		pc->stats.fuse_skipped++;
 		snprintf(name, len, "%s", m->path);
 		return -EREMOTE;
@@ -843,7 +721,11 @@ int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map
 			 (int)pid, strerror(-err));
 		return -ENOENT;
 	}
-	return open_in_root(pc, pid, m, name, len);
+	fd = foreign_file__open_in_root(pc->proc_root, pid, m->path, m->dev_major, m->dev_minor,
+					m->inode, name, len);
+	if (fd == -ESTALE)
+		pc->stats.files_rejected++;
+	return fd;
 }
 
 /* Opens the ELF file behind m (proc_cache__open_map); NULL with errno set. */
