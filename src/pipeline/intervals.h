@@ -13,7 +13,8 @@ struct mlprof_sample_end;
 struct pipeline;
 struct unwound;
 
-/* The bytes of unwound stacks waiting for their end (the oldest go first beyond). */
+/* Samples waiting for their end (pl->pend): at most this many and bytes (the oldest go). */
+#define PENDING_MAX	  8192
 #define PENDING_MAX_BYTES (16u << 20)
 
 /*
@@ -30,7 +31,5 @@ void intervals__add(struct pipeline *pl, const struct unwound *u);
 int intervals__end(struct pipeline *pl, const struct mlprof_sample_end *oe);
 /* Forgets the intervals of an exited process (they never end). */
 void intervals__drop_pid(struct pipeline *pl, uint32_t pid);
-/* Frees every kept interval. */
-void intervals__clear(struct pipeline *pl);
 
 #endif

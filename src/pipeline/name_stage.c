@@ -269,11 +269,11 @@ static int emit_sample(struct pipeline *pl, struct sample_info *info, int n)
 }
 
 /* Emits a parked sample now, with whatever indexes are ready (the rest unnamed). */
-static int emit_forced(struct pipeline *pl, struct parked *e)
+static int emit_forced(struct pipeline *pl, struct queued *e)
 {
 	int err;
 
-	symwait__take(&pl->wait, e);
+	stack_queue__take(&pl->wait, e);
 	pl->force_emit = true;
 	err = name_stage__emit(pl, &e->u, e->value, e->inuse, e->time_ns);
 	pl->force_emit = false;
@@ -298,11 +298,11 @@ static int park(struct pipeline *pl, struct proc *p, const struct unwound *u, in
 		if (pl->py && u->py)
 			python__warm(pl->py, p, u->py, u->hdr.py_nframes);
 	}
-	perr = symwait__park(&pl->wait, u, value, inuse, time_ns, first);
+	perr = stack_queue__push(&pl->wait, u, value, inuse, time_ns, first);
 	/* (a re-parked sample was just taken out: it never needs room made) */
 	while (perr == -ENOSPC && pl->wait.head && !pl->parked_now_ns) {
 		err = emit_forced(pl, pl->wait.head) ?: err;
-		perr = symwait__park(&pl->wait, u, value, inuse, time_ns, first);
+		perr = stack_queue__push(&pl->wait, u, value, inuse, time_ns, first);
 	}
 	if (perr) {
 		pl->force_emit = true;
@@ -318,7 +318,7 @@ int name_stage__retry_parked(struct pipeline *pl, uint32_t pid, uint64_t before_
 	uint64_t gen = symcache__ready_gen(pl->syms), now = clock__mono_ns();
 	bool ready = gen != pl->wait_gen;
 	size_t n = pl->wait.count;
-	struct parked *e, *next;
+	struct queued *e, *next;
 	int err = 0;
 
 	pl->wait_gen = gen;
@@ -334,7 +334,7 @@ int name_stage__retry_parked(struct pipeline *pl, uint32_t pid, uint64_t before_
 		}
 		if (!ready)
 			continue;
-		symwait__take(&pl->wait, e);
+		stack_queue__take(&pl->wait, e);
 		pl->parked_now_ns = e->parked_ns;
 		err = name_stage__emit(pl, &e->u, e->value, e->inuse, e->time_ns) ?: err;
 		pl->parked_now_ns = 0;
@@ -352,7 +352,7 @@ int name_stage__flush_pid(struct pipeline *pl, uint32_t pid)
 /* See name_stage.h. */
 bool name_stage__has_parked(const struct pipeline *pl, uint32_t pid)
 {
-	for (const struct parked *e = pl->wait.head; e; e = e->next)
+	for (const struct queued *e = pl->wait.head; e; e = e->next)
 		if (e->u.hdr.pid == pid)
 			return true;
 	return false;

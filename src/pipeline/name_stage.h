@@ -2,7 +2,7 @@
 /*
  * Stage 2 of the pipeline: a sample's frames named and handed to the sink (pipeline.c runs
  * stage 1, the unwinding, and calls these). Samples whose frames need a symbol index still
- * being built are parked (symwait) and emitted once it is ready.
+ * being built are parked (pl->wait, a stack_queue) and emitted once it is ready.
  */
 #ifndef MLPROF_NAME_STAGE_H
 #define MLPROF_NAME_STAGE_H

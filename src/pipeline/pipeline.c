@@ -21,7 +21,7 @@
 #include "pipeline/intervals.h"
 #include "pipeline/name_stage.h"
 #include "pipeline/pipeline_state.h"
-#include "pipeline/symwait.h"
+#include "pipeline/stack_queue.h"
 #include "runtimes/cuda/cuda.h"
 #include "runtimes/python/python.h"
 #include "runtimes/python/python_code.h"
@@ -478,7 +478,8 @@ struct pipeline *pipeline__new(const struct pipeline_config *cfg, pipeline_sink_
 	sym_cfg.background = true; /* never index a file on the ring buffer's thread */
 	pl->syms = symcache__new(&sym_cfg);
 	pl->fcache = frame_cache__new(FRAME_CACHE_SLOTS);
-	symwait__init(&pl->wait, SYMWAIT_MAX, SYMWAIT_MAX_BYTES);
+	stack_queue__init(&pl->wait, SYMWAIT_MAX, SYMWAIT_MAX_BYTES);
+	stack_queue__init(&pl->pend, PENDING_MAX, PENDING_MAX_BYTES);
 	if (!pl->procs || !pl->syms || !pl->mem || !pl->fcache) {
 		err = -errno;
 		pr_err("cannot create caches: %s", strerror(errno));
@@ -582,8 +583,8 @@ void pipeline__free(struct pipeline *pl)
 	heap__free(pl->heap);
 	steps__free(pl->steps);
 	sampler__free(pl->sampler);
-	symwait__clear(&pl->wait);
-	intervals__clear(pl);
+	stack_queue__clear(&pl->wait);
+	stack_queue__clear(&pl->pend);
 	memtrack__free(pl->mem);
 	backward__free(pl->bwd);
 	cuda_counts__clear(pl);
@@ -747,8 +748,8 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *out)
 	out->elf_files = ps.elf_files;
 	if (pl->py)
 		python__stats(pl->py, &out->python);
-	out->offcpu_pending = pl->pend_count;
-	out->offcpu_pending_bytes = pl->pend_bytes;
+	out->offcpu_pending = pl->pend.count;
+	out->offcpu_pending_bytes = pl->pend.bytes;
 	out->offcpu_unmatched = pl->offcpu_unmatched;
 	out->offcpu_dropped = pl->offcpu_dropped;
 	memtrack__stats(pl->mem, &out->mem);

@@ -15,7 +15,7 @@
 #include <mlprof/sample.h>
 
 #include "pipeline/pipeline_config.h"
-#include "pipeline/symwait.h"
+#include "pipeline/stack_queue.h"
 #include "profile/frame.h"
 
 struct backward;
@@ -25,7 +25,6 @@ struct frame_cache;
 struct heap;
 struct ksyms;
 struct memtrack;
-struct pending;
 struct proc;
 struct proc_cache;
 struct python;
@@ -67,7 +66,7 @@ struct pipeline {
 	bool ending; /* pipeline__ending: the last polls */
 
 	/* samples parked until their symbol indexes are built */
-	struct symwait wait;
+	struct stack_queue wait;
 	uint64_t wait_gen;	/* symcache__ready_gen when the parked samples were last tried */
 	bool sym_missing;	/* a frame of the sample being emitted needs an index not built */
 	bool force_emit;	/* emit even so (frames of files still indexed stay unnamed) */
@@ -83,8 +82,7 @@ struct pipeline {
 
 	uint64_t samples, frames_total, frames_unsym, proc_events, cpu_ns;
 	uint64_t cpu_samples, py_cpu_samples;
-	struct pending *pend_head, *pend_tail;
-	size_t pend_bytes, pend_count;
+	struct stack_queue pend; /* samples waiting for their end record (intervals.c) */
 	uint64_t offcpu_unmatched, offcpu_dropped;
 	struct memtrack *mem; /* memory in use by site (device allocations, growth, heap) */
 	struct heap *heap;    /* heap probes per process; NULL when heap profiling is off */
