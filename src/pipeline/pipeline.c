@@ -116,6 +116,7 @@ static void unwind_stage(struct pipeline *pl, const struct mlprof_sample *s, siz
  */
 static void forget_exited(struct pipeline *pl, pid_t pid)
 {
+	proc_cache__keep_dead(pl->procs, pid, false);
 	if (pl->cuda) {
 		cuda_counts__keep_exited(pl, pid);
 		cuda__forget(pl->cuda, pid);
@@ -126,7 +127,7 @@ static void forget_exited(struct pipeline *pl, pid_t pid)
 
 /*
  * Drops the state of exited processes whose parked samples are all out (all: force them out
- * first: their maps go at gc, a pid being reused). Returns 0 or the sink's error.
+ * first, at the drain). Returns 0 or the sink's error.
  */
 static int sweep_exited(struct pipeline *pl, bool all)
 {
@@ -390,9 +391,11 @@ static int on_event(void *ctx, const void *data, size_t size)
 			 * so do CUDA counts whose kernel names wait for one */
 			if ((name_stage__has_parked(pl, pe->pid) ||
 			     cuda_counts__wait_index(pl, (pid_t)pe->pid)) &&
-			    pl->nexited < EXITED_MAX)
+			    pl->nexited < EXITED_MAX) {
 				pl->exited[pl->nexited++] = (pid_t)pe->pid;
-			else
+				/* (its maps outlive gc until then) */
+				proc_cache__keep_dead(pl->procs, (pid_t)pe->pid, true);
+			} else
 				forget_exited(pl, (pid_t)pe->pid);
 			pl->proc_events++;
 		}
@@ -696,9 +699,14 @@ int pipeline__drain(struct pipeline *pl, int timeout_ms)
 
 void pipeline__gc(struct pipeline *pl)
 {
-	/* exited processes' maps go now: what still waits for an index goes out first */
+	/*
+	 * Exited processes whose samples still wait for an index stay (their maps kept): a short
+	 * process whose samples all came in one batch had them forced out unnamed here while
+	 * the index was still being built. They go when named, after SYMWAIT_MAX_AGE_NS, when
+	 * their pid is reused, or at the drain.
+	 */
 	if (pl->nexited)
-		sweep_exited(pl, true);
+		sweep_exited(pl, false);
 	if (pl->cuda)
 		cuda__gc(pl->cuda);
 	proc_cache__gc(pl->procs);

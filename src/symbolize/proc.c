@@ -105,6 +105,7 @@ struct proc_entry {
 	struct elf_file *vdso;
 	bool vdso_tried;
 	bool refresh_pending;	  /* a refresh came at RETIRED_MAX: done at the trim */
+	bool kept;		  /* dead but kept past gc (proc_cache__keep_dead) */
 	struct proc_entry *gnext; /* graveyard chain (evicted, freed at gc) */
 	uint64_t grave_bytes;	  /* entry_bytes when buried (counted in grave_bytes) */
 };
@@ -899,6 +900,7 @@ void proc_cache__on_exec(struct proc_cache *pc, pid_t pid)
 	query_fd_close(pc, e); /* (it answers for the old image) */
 	e->p.image = ++pc->gen;
 	e->p.dead = false;
+	e->kept = false;
 	e->reread_ns = 0; /* a new image: misses re-read at the shortest interval again */
 	e->same_rereads = 0;
 	if (e->vdso) {
@@ -932,6 +934,15 @@ void proc_cache__refresh(struct proc_cache *pc, pid_t pid)
 		return;
 	}
 	install_maps(pc, e, ms);
+}
+
+/* See proc.h. */
+void proc_cache__keep_dead(struct proc_cache *pc, pid_t pid, bool keep)
+{
+	struct proc_entry *e = lookup(pc, pid);
+
+	if (e && e->p.dead)
+		e->kept = keep;
 }
 
 void proc_cache__on_exit(struct proc_cache *pc, pid_t pid)
@@ -996,7 +1007,7 @@ void proc_cache__gc(struct proc_cache *pc)
 	pc->ngrave = 0;
 	for (e = lru_entry(pc->lru.head, struct proc_entry, lru); e; e = next) {
 		next = lru_entry(e->lru.next, struct proc_entry, lru);
-		if (e->p.dead) {
+		if (e->p.dead && !e->kept) {
 			hash_unlink(pc, e);
 			lru__unlink(&pc->lru, &e->lru);
 			pc->nprocs--;

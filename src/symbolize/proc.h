@@ -16,7 +16,7 @@ struct proc_cache;
 
 struct proc {
 	pid_t pid;
-	bool dead;     /* the process exited; kept until proc_cache__gc */
+	bool dead;     /* the process exited; kept until proc_cache__gc (or keep_dead) */
 	char comm[16]; /* process name (main thread comm) */
 	char root[32]; /* "/proc/PID/root" prefix for files of this process */
 	size_t n_maps;
@@ -115,8 +115,14 @@ void proc_cache__refresh(struct proc_cache *pc, pid_t pid);
 /* Lifecycle notifications from the sampler's events. */
 void proc_cache__on_exec(struct proc_cache *pc, pid_t pid);
 void proc_cache__on_exit(struct proc_cache *pc, pid_t pid);
-/* Frees dead processes and unused ELF files; call between profile windows. */
+/* Frees dead processes (not kept ones) and unused ELF files; call between profile windows. */
 void proc_cache__gc(struct proc_cache *pc);
+/*
+ * Keeps the dead process pid (its maps, its open files) past proc_cache__gc while keep is
+ * true: samples of it still wait for an index. A new image under the pid (on_exec) ends it;
+ * the cache's own bounds may still evict it. No-op for a live or unknown pid.
+ */
+void proc_cache__keep_dead(struct proc_cache *pc, pid_t pid, bool keep);
 /*
  * True when a process replaced its maps RETIRED_MAX times since the last gc (an import of
  * PyTorch maps ~80 libraries within a second or two) and its maps are no longer re-read.

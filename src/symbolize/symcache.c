@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -123,6 +124,7 @@ struct symcache {
 	unsigned inflight;		/* queued + building + done not taken in (lock) */
 	unsigned ndone;			/* entries on done (atomic reads) */
 	bool stop;			/* (lock; also the builder's cancel flag) */
+	unsigned test_delay_ms;		/* MLPROF_TEST_INDEX_DELAY_MS: each build starts late */
 	uint64_t ready_gen;
 	uint64_t epoch; /* bumped when an index goes (evicted, or rebuilt with more) */
 };
@@ -149,6 +151,10 @@ struct symcache *symcache__new(const struct symcache_config *cfg)
 	if (!sc->debug_dirs || (!sc->lines && !(cfg && cfg->no_source_lines)))
 		goto fail;
 	sc->next_gen = 1;
+	/* tests only: an index that takes long to build (a cold, slow disk) without a huge file */
+	if (getenv("MLPROF_TEST_INDEX_DELAY_MS"))
+		sc->test_delay_ms =
+			(unsigned)strtoul(getenv("MLPROF_TEST_INDEX_DELAY_MS"), NULL, 10);
 	/* from DEBUGINFOD_URLS; without it (or when it cannot start) symbols stay local */
 	sc->dbgd = debuginfod__from_env();
 	sc->icfg = (struct symindex_config){
@@ -361,6 +367,8 @@ static void *builder_main(void *arg)
 		if (!sc->q_head)
 			sc->q_tail = NULL;
 		pthread_mutex_unlock(&sc->lock);
+		if (sc->test_delay_ms)
+			usleep(sc->test_delay_ms * 1000u);
 		build_entry(sc, t);
 		pthread_mutex_lock(&sc->lock);
 		t->qnext = sc->done;

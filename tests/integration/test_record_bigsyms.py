@@ -16,6 +16,10 @@ One recording with the default cache options (`-F 499`, no --symcache-bytes), th
     eviction (samples may wait for the index; only the launcher's few pre-exec samples may
     go out with raw addresses), and one index serves two processes mapping the library;
   - mlprof spent < 2000 us of CPU per sample.
+ExitBeforeIndex: a 0.4 s run of bigsyms_main, then the shell sleeps 6 s, with every index
+build started 0.8 s late (MLPROF_TEST_INDEX_DELAY_MS, as a cold, slow disk would): the
+process exits while its library's index is still being built; its parked samples must wait
+for the index past the once-a-second cleanup and come out named.
 Needs root (BPF); exit 77 = skipped."""
 import os
 import re
@@ -219,6 +223,36 @@ class RecordBigSymbols(unittest.TestCase):
         m = self.summary()
         self.assertIsNotNone(m["cpu_us"], m.group(0))
         self.assertLess(float(m["cpu_us"]), MAX_CPU_US, m.group(0))
+
+
+class ExitBeforeIndex(unittest.TestCase):
+    def test_named_after_exit(self):
+        """The samples of a process that exited before its library's index was built are
+        named once it is (not sent unnamed at the next cleanup: CI once lost a short
+        process's names so)."""
+        need_root(self)
+        if not os.path.exists(EXE) or not os.path.exists(LIB):
+            self.skipTest("%s or %s not built" % (EXE, LIB))
+        pb = os.path.join(tmpdir(), "exit.pb.gz")
+        # four indexes (ld.so, the library, the executable, libc), one after another: all
+        # ready ~3.3 s in, well before a parked sample's 5 s limit; the library's at ~1.7 s,
+        # after the first cleanup (1 s in) and the process's exit (~0.5 s)
+        cp, js = record(["-F", FREQ, "-o", pb],
+                        ["sh", "-c", "%s 0.4; sleep 6" % EXE],
+                        timeout=RECORD_TIMEOUT, env={"MLPROF_TEST_INDEX_DELAY_MS": "800"})
+        m = SYMBOLS_RE.search(cp.stderr)
+        self.assertIsNotNone(m, cp.stderr)
+        prof, _ = stacks_of(pb)
+        group = library_samples(prof)
+        total = sum(v for _, v, _ in group)
+        named = sum(v for names, v, _ in group if main_chain_ok(names, CHAIN))
+        print("library samples %d, whole chains named %d; %s" % (total, named, m.group(0)))
+        self.assertGreaterEqual(total, 50, cp.stderr)
+        # they did wait (the delay worked); none went out unnamed (the launcher's pre-exec
+        # samples may: their image is replaced)
+        self.assertGreaterEqual(int(m["waited"]), total, m.group(0))
+        self.assertLessEqual(int(m["raw"]), 3, m.group(0))
+        self.assertGreaterEqual(named, 0.99 * total, cp.stderr)
 
 
 if __name__ == "__main__":
