@@ -16,6 +16,7 @@
 #include "capture/uprobe_link.h"
 #include "capture/uprobe_site.h"
 #include "symbolize/elf.h"
+#include "symbolize/elf_lookup.h"
 #include "symbolize/proc.h"
 #include "util/fsutil.h"
 

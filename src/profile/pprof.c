@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "profile.pb-c.h"
+#include "util/array.h"
 #include "util/gzip.h"
 #include "util/hash.h"
+#include "util/htab.h"
 #include "util/utf8.h"
 
 #define LOG_MODULE "pprof"
@@ -19,41 +21,21 @@
  * profile's tables (which keep insertion order), and ids are the profile's 1-based ids.
  */
 
-/* String table builder: open addressing over indexes into strs. */
+/* String table builder: strs in order of first use, indexed by util/htab. */
 struct strtab {
 	char **strs; /* borrowed pointers (the profile or static strings own them) */
 	size_t n, cap;
-	uint32_t *slots; /* index + 1, 0 = empty */
-	size_t nslots;
+	struct htab idx;
 	char **owned; /* repaired copies of strings that were not valid UTF-8 */
 	size_t nowned;
 	int err;
 };
 
-static int strtab_grow(struct strtab *t)
+static bool strtab_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	size_t ncap = t->cap ? t->cap * 2 : 256;
-	char **ns = realloc(t->strs, ncap * sizeof(*ns));
-	uint32_t *nslots;
+	const struct strtab *t = ctx;
 
-	if (!ns)
-		return -ENOMEM;
-	t->strs = ns;
-	t->cap = ncap;
-	nslots = calloc(ncap * 2, sizeof(*nslots));
-	if (!nslots)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->n; i++) {
-		size_t j = hash__str(t->strs[i]) & (ncap * 2 - 1);
-
-		while (nslots[j])
-			j = (j + 1) & (ncap * 2 - 1);
-		nslots[j] = (uint32_t)i + 1;
-	}
-	free(t->slots);
-	t->slots = nslots;
-	t->nslots = ncap * 2;
-	return 0;
+	return strcmp(t->strs[idx - 1], key) == 0;
 }
 
 /*
@@ -79,7 +61,7 @@ static const char *strtab_valid(struct strtab *t, const char *s)
 /* Returns the string's index, adding it when new. On ENOMEM sets t->err and returns 0. */
 static int64_t strtab_id(struct strtab *t, const char *s)
 {
-	size_t j;
+	uint32_t h, id;
 
 	if (!s)
 		s = "";
@@ -90,14 +72,14 @@ static int64_t strtab_id(struct strtab *t, const char *s)
 		t->err = -ENOMEM;
 		return 0;
 	}
-	if (t->n + 1 > t->cap && (t->err = strtab_grow(t)))
+	h = (uint32_t)hash__str(s);
+	id = htab__find(&t->idx, h, strtab_eq, t, s);
+	if (id)
+		return (int64_t)id - 1;
+	if ((t->err = htab__reserve(&t->idx)) || (t->err = ARRAY_GROW(t->strs, t->cap, t->n + 1)))
 		return 0;
-	for (j = hash__str(s) & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
-		if (strcmp(t->strs[t->slots[j] - 1], s) == 0)
-			return t->slots[j] - 1;
-	}
-	t->strs[t->n] = (char *)s;
-	t->slots[j] = (uint32_t)++t->n;
+	t->strs[t->n++] = (char *)s;
+	htab__insert(&t->idx, h, (uint32_t)t->n);
 	return (int64_t)t->n - 1;
 }
 
@@ -107,7 +89,7 @@ static void strtab_free(struct strtab *t)
 		free(t->owned[i]);
 	free(t->owned);
 	free(t->strs);
-	free(t->slots);
+	htab__free(&t->idx);
 }
 
 /* Everything the message tree points at; freed together. */

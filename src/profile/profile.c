@@ -8,37 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/hash.h"
+#include "util/array.h"
 #include "util/fsutil.h"
+#include "util/hash.h"
+#include "util/htab.h"
 
 #define LOG_MODULE "profile"
 #include "util/log.h"
 
 /*
  * Design notes:
- *  - Every table is a growable array of records plus an open-addressing hash index
- *    (power-of-two capacity, linear probing, grows by doubling at 1/2 load). Index slots
- *    hold the record's 32-bit hash and its 1-based index (0 = empty), so resizing never
- *    looks at the records.
+ *  - Every table is a growable array of records (util/array.h) plus an open-addressing
+ *    index over them (util/htab.h).
  *  - Strings live in one chunked arena (stable pointers) and are interned, so every
  *    other table compares strings by pointer.
  *  - Text outputs name kernel frames "func_[k]" (Brendan Gregg's stackcollapse convention,
  *    understood by flamegraph.pl --color=java); pprof keeps the plain function name.
  */
 
-#define ARENA_CHUNK   (64 * 1024)
-#define MIN_TABLE_CAP 64
-
-struct slot {
-	uint32_t hash;
-	uint32_t idx; /* 1-based record index, 0 = empty */
-};
-
-struct htab {
-	struct slot *slots;
-	uint32_t cap; /* power of two, or 0 */
-	uint32_t n;
-};
+#define ARENA_CHUNK (64 * 1024)
 
 struct arena_chunk {
 	struct arena_chunk *next;
@@ -151,107 +139,12 @@ static uint32_t fold32(uint64_t h)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-/* ---- generic open-addressing index ---- */
-
-typedef bool (*htab_eq_fn)(const struct profile *p, uint32_t idx, const void *key);
-
-/* Returns the 1-based index of a matching record or 0. */
-static uint32_t htab_find(const struct htab *t, const struct profile *p, uint32_t hash,
-			  htab_eq_fn eq, const void *key)
-{
-	if (!t->cap)
-		return 0;
-	for (uint32_t i = hash & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-		const struct slot *s = &t->slots[i];
-
-		if (!s->idx)
-			return 0;
-		if (s->hash == hash && eq(p, s->idx, key))
-			return s->idx;
-	}
-}
-
-static int htab_grow(struct htab *t)
-{
-	uint32_t ncap = t->cap ? t->cap * 2 : MIN_TABLE_CAP;
-	struct slot *ns;
-
-	if (ncap < t->cap)
-		return -ENOMEM;
-	ns = calloc(ncap, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < t->cap; i++) {
-		struct slot *s = &t->slots[i];
-		uint32_t j;
-
-		if (!s->idx)
-			continue;
-		for (j = s->hash & (ncap - 1); ns[j].idx; j = (j + 1) & (ncap - 1))
-			;
-		ns[j] = *s;
-	}
-	free(t->slots);
-	t->slots = ns;
-	t->cap = ncap;
-	return 0;
-}
-
-/* Makes room for one more entry; call before the record itself is appended. */
-static int htab_reserve(struct htab *t)
-{
-	if ((t->n + 1) * 2 > t->cap)
-		return htab_grow(t);
-	return 0;
-}
-
-static void htab_insert(struct htab *t, uint32_t hash, uint32_t idx)
-{
-	uint32_t j;
-
-	for (j = hash & (t->cap - 1); t->slots[j].idx; j = (j + 1) & (t->cap - 1))
-		;
-	t->slots[j].hash = hash;
-	t->slots[j].idx = idx;
-	t->n++;
-}
-
-/* Grows a record array so that it holds at least need elements. */
-static int grow_array(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *na;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	if (ncap > SIZE_MAX / elem)
-		return -ENOMEM;
-	na = realloc(*arr, ncap * elem);
-	if (!na)
-		return -ENOMEM;
-	*arr = na;
-	*cap = ncap;
-	return 0;
-}
-
-#define GROW(arr, capvar, need)                                                                    \
-	({                                                                                         \
-		size_t _cap = (capvar);                                                            \
-		void *_a = (arr);                                                                  \
-		int _e = grow_array(&_a, &_cap, (need), sizeof(*(arr)));                           \
-		if (!_e) {                                                                         \
-			(arr) = _a;                                                                \
-			(capvar) = _cap;                                                           \
-		}                                                                                  \
-		_e;                                                                                \
-	})
-
 /* ---- strings ---- */
 
-static bool str_eq(const struct profile *p, uint32_t idx, const void *key)
+static bool str_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct profile *p = ctx;
+
 	return strcmp(p->strs[idx - 1], key) == 0;
 }
 
@@ -291,12 +184,12 @@ static const char *intern(struct profile *p, const char *s, bool insert)
 	if (!s)
 		s = "";
 	h = fold32(hash__str_words(s, &len));
-	idx = htab_find(&p->str_idx, p, h, str_eq, s);
+	idx = htab__find(&p->str_idx, h, str_eq, p, s);
 	if (idx)
 		return p->strs[idx - 1];
 	if (!insert)
 		return NULL;
-	if (htab_reserve(&p->str_idx) || GROW(p->strs, p->cap_strs, p->n_strs + 1))
+	if (htab__reserve(&p->str_idx) || ARRAY_GROW(p->strs, p->cap_strs, p->n_strs + 1))
 		return NULL;
 	len++;
 	copy = arena_alloc(p, len);
@@ -304,7 +197,7 @@ static const char *intern(struct profile *p, const char *s, bool insert)
 		return NULL;
 	memcpy(copy, s, len);
 	p->strs[p->n_strs++] = copy;
-	htab_insert(&p->str_idx, h, p->n_strs);
+	htab__insert(&p->str_idx, h, p->n_strs);
 	return copy;
 }
 
@@ -318,8 +211,10 @@ static uint32_t map_hash(const struct mapping *m)
 	return fold32(mix64(h, (uintptr_t)m->build_id));
 }
 
-static bool map_eq(const struct profile *p, uint32_t idx, const void *key)
+static bool map_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct profile *p = ctx;
+
 	const struct mapping *a = &p->maps[idx - 1], *b = key;
 
 	return a->start == b->start && a->limit == b->limit && a->file_offset == b->file_offset &&
@@ -358,14 +253,14 @@ static uint32_t map_get(struct profile *p, const struct frame_mapping *fm, bool 
 		return 0;
 	}
 	h = map_hash(&m);
-	id = htab_find(&p->map_idx, p, h, map_eq, &m);
+	id = htab__find(&p->map_idx, h, map_eq, p, &m);
 	if (!id && insert) {
-		if (htab_reserve(&p->map_idx) || GROW(p->maps, p->cap_maps, p->n_maps + 1)) {
+		if (htab__reserve(&p->map_idx) || ARRAY_GROW(p->maps, p->cap_maps, p->n_maps + 1)) {
 			*err = -ENOMEM;
 			return 0;
 		}
 		p->maps[p->n_maps++] = m;
-		htab_insert(&p->map_idx, h, p->n_maps);
+		htab__insert(&p->map_idx, h, p->n_maps);
 		id = p->n_maps;
 	}
 	if (id)
@@ -375,8 +270,10 @@ static uint32_t map_get(struct profile *p, const struct frame_mapping *fm, bool 
 
 /* ---- functions ---- */
 
-static bool func_eq(const struct profile *p, uint32_t idx, const void *key)
+static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct profile *p = ctx;
+
 	const struct function *a = &p->funcs[idx - 1], *b = key;
 
 	return a->name == b->name && a->file == b->file && a->start_line == b->start_line;
@@ -397,15 +294,15 @@ static uint32_t func_get(struct profile *p, const char *name, const char *file, 
 		return 0;
 	}
 	h = fold32(mix64(mix64(mix64(2, (uintptr_t)f.name), (uintptr_t)f.file), start_line));
-	id = htab_find(&p->func_idx, p, h, func_eq, &f);
+	id = htab__find(&p->func_idx, h, func_eq, p, &f);
 	if (id || !insert)
 		return id;
-	if (htab_reserve(&p->func_idx) || GROW(p->funcs, p->cap_funcs, p->n_funcs + 1)) {
+	if (htab__reserve(&p->func_idx) || ARRAY_GROW(p->funcs, p->cap_funcs, p->n_funcs + 1)) {
 		*err = -ENOMEM;
 		return 0;
 	}
 	p->funcs[p->n_funcs++] = f;
-	htab_insert(&p->func_idx, h, p->n_funcs);
+	htab__insert(&p->func_idx, h, p->n_funcs);
 	return p->n_funcs;
 }
 
@@ -424,8 +321,10 @@ struct loc_key {
 	int64_t line;
 };
 
-static bool loc_eq(const struct profile *p, uint32_t idx, const void *key)
+static bool loc_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct profile *p = ctx;
+
 	const struct location *a = &p->locs[idx - 1];
 	const struct loc_key *k = key;
 
@@ -537,7 +436,7 @@ static uint32_t loc_get_slow(struct profile *p, const struct frame *f, bool inse
 		k.line = f->line;
 	}
 	h = loc_hash(&k);
-	id = htab_find(&p->loc_idx, p, h, loc_eq, &k);
+	id = htab__find(&p->loc_idx, h, loc_eq, p, &k);
 	if (id && by_addr && fname && !p->locs[id - 1].function_id) {
 		/* named now (a debug file arrived later, e.g. from debuginfod): the lookup pass
 		 * reports it unknown so that the inserting pass names it */
@@ -561,7 +460,7 @@ static uint32_t loc_get_slow(struct profile *p, const struct frame *f, bool inse
 	} else if (!by_addr) {
 		fid = k.function_id;
 	}
-	if (htab_reserve(&p->loc_idx) || GROW(p->locs, p->cap_locs, p->n_locs + 1)) {
+	if (htab__reserve(&p->loc_idx) || ARRAY_GROW(p->locs, p->cap_locs, p->n_locs + 1)) {
 		*err = -ENOMEM;
 		return 0;
 	}
@@ -576,7 +475,7 @@ static uint32_t loc_get_slow(struct profile *p, const struct frame *f, bool inse
 		p->maps[mid - 1].n_locs++;
 		p->maps[mid - 1].n_named += fid != 0;
 	}
-	htab_insert(&p->loc_idx, h, p->n_locs);
+	htab__insert(&p->loc_idx, h, p->n_locs);
 	return p->n_locs;
 }
 
@@ -604,8 +503,10 @@ struct sample_key {
 	int n_labels;
 };
 
-static bool sample_eq(const struct profile *p, uint32_t idx, const void *key)
+static bool sample_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct profile *p = ctx;
+
 	const struct sample *s = &p->samples[idx - 1];
 	const struct sample_key *k = key;
 
@@ -698,33 +599,10 @@ static uint32_t sample_merge(struct profile *p, const struct sample_key *k, cons
 	uint32_t sid;
 
 	*h = sample_hash(k);
-	sid = htab_find(&p->sample_idx, p, *h, sample_eq, k);
+	sid = htab__find(&p->sample_idx, *h, sample_eq, p, k);
 	if (sid)
 		add_values(p, sid, values);
 	return sid;
-}
-
-/* Extra bytes an array of n (capacity cap) needs to hold add more elements. */
-static size_t arr_growth(size_t n, size_t cap, size_t add, size_t elem)
-{
-	size_t ncap = cap ? cap : 16;
-
-	if (n + add <= cap)
-		return 0;
-	while (ncap < n + add)
-		ncap *= 2;
-	return (ncap - cap) * elem;
-}
-
-static size_t htab_growth(const struct htab *t, size_t add)
-{
-	size_t ncap = t->cap ? t->cap : MIN_TABLE_CAP;
-
-	if ((t->n + add) * 2 <= t->cap)
-		return 0;
-	while ((t->n + add) * 2 > ncap)
-		ncap *= 2;
-	return (ncap - t->cap) * sizeof(struct slot);
 }
 
 static size_t opt_len(const char *s)
@@ -758,20 +636,20 @@ static size_t add_cost(const struct profile *p, const struct frame *frames, int 
 			     opt_len(labels[i].num_unit);
 	if (!a || a->size - a->used < str_bytes)
 		c += sizeof(*a) + (str_bytes > p->chunk_size ? str_bytes : p->chunk_size);
-	c += arr_growth(p->n_strs, p->cap_strs, new_strs, sizeof(*p->strs));
-	c += htab_growth(&p->str_idx, new_strs);
-	c += arr_growth(p->n_maps, p->cap_maps, new_locs, sizeof(*p->maps));
-	c += htab_growth(&p->map_idx, new_locs);
-	c += arr_growth(p->n_funcs, p->cap_funcs, new_locs, sizeof(*p->funcs));
-	c += htab_growth(&p->func_idx, new_locs);
-	c += arr_growth(p->n_locs, p->cap_locs, new_locs, sizeof(*p->locs));
-	c += htab_growth(&p->loc_idx, new_locs);
-	c += arr_growth(p->n_samples, p->cap_samples, 1, sizeof(*p->samples));
-	c += htab_growth(&p->sample_idx, 1);
-	c += arr_growth(p->n_loc_ids, p->cap_loc_ids, (size_t)n_frames, sizeof(*p->loc_ids));
-	c += arr_growth(p->n_labels, p->cap_labels, (size_t)n_labels, sizeof(*p->labels));
-	c += arr_growth((size_t)p->n_samples * p->n_types, p->cap_values, (size_t)p->n_types,
-			sizeof(*p->values));
+	c += array__growth(p->n_strs, p->cap_strs, new_strs, sizeof(*p->strs));
+	c += htab__growth(&p->str_idx, new_strs);
+	c += array__growth(p->n_maps, p->cap_maps, new_locs, sizeof(*p->maps));
+	c += htab__growth(&p->map_idx, new_locs);
+	c += array__growth(p->n_funcs, p->cap_funcs, new_locs, sizeof(*p->funcs));
+	c += htab__growth(&p->func_idx, new_locs);
+	c += array__growth(p->n_locs, p->cap_locs, new_locs, sizeof(*p->locs));
+	c += htab__growth(&p->loc_idx, new_locs);
+	c += array__growth(p->n_samples, p->cap_samples, 1, sizeof(*p->samples));
+	c += htab__growth(&p->sample_idx, 1);
+	c += array__growth(p->n_loc_ids, p->cap_loc_ids, (size_t)n_frames, sizeof(*p->loc_ids));
+	c += array__growth(p->n_labels, p->cap_labels, (size_t)n_labels, sizeof(*p->labels));
+	c += array__growth((size_t)p->n_samples * p->n_types, p->cap_values, (size_t)p->n_types,
+			   sizeof(*p->values));
 	return c;
 }
 
@@ -839,10 +717,11 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames, co
 	key = (struct sample_key){ids, n_frames, lab, n_labels};
 	if (sample_merge(p, &key, values, &h))
 		goto cleanup;
-	if (htab_reserve(&p->sample_idx) || GROW(p->samples, p->cap_samples, p->n_samples + 1) ||
-	    GROW(p->loc_ids, p->cap_loc_ids, p->n_loc_ids + n_frames) ||
-	    GROW(p->labels, p->cap_labels, p->n_labels + n_labels) ||
-	    GROW(p->values, p->cap_values, (size_t)(p->n_samples + 1) * p->n_types)) {
+	if (htab__reserve(&p->sample_idx) ||
+	    ARRAY_GROW(p->samples, p->cap_samples, p->n_samples + 1) ||
+	    ARRAY_GROW(p->loc_ids, p->cap_loc_ids, p->n_loc_ids + n_frames) ||
+	    ARRAY_GROW(p->labels, p->cap_labels, p->n_labels + n_labels) ||
+	    ARRAY_GROW(p->values, p->cap_values, (size_t)(p->n_samples + 1) * p->n_types)) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -861,7 +740,7 @@ int profile__add(struct profile *p, const struct frame *frames, int n_frames, co
 	p->n_loc_ids += n_frames;
 	p->n_labels += n_labels;
 	p->n_samples++;
-	htab_insert(&p->sample_idx, h, p->n_samples);
+	htab__insert(&p->sample_idx, h, p->n_samples);
 	add_values(p, p->n_samples, values);
 	err = 0;
 cleanup:
@@ -903,16 +782,16 @@ void profile__free(struct profile *p)
 		free(c);
 	}
 	free(p->strs);
-	free(p->str_idx.slots);
+	htab__free(&p->str_idx);
 	free(p->maps);
-	free(p->map_idx.slots);
+	htab__free(&p->map_idx);
 	free(p->funcs);
-	free(p->func_idx.slots);
+	htab__free(&p->func_idx);
 	free(p->locs);
-	free(p->loc_idx.slots);
+	htab__free(&p->loc_idx);
 	free(p->loc_memo);
 	free(p->samples);
-	free(p->sample_idx.slots);
+	htab__free(&p->sample_idx);
 	free(p->loc_ids);
 	free(p->labels);
 	free(p->values);
@@ -954,9 +833,8 @@ uint64_t profile__dropped(const struct profile *p)
 size_t profile__bytes(const struct profile *p)
 {
 	return sizeof(*p) + p->arena_bytes + p->cap_strs * sizeof(*p->strs) +
-	       (size_t)(p->str_idx.cap + p->map_idx.cap + p->func_idx.cap + p->loc_idx.cap +
-			p->sample_idx.cap) *
-		       sizeof(struct slot) +
+	       htab__bytes(&p->str_idx) + htab__bytes(&p->map_idx) + htab__bytes(&p->func_idx) +
+	       htab__bytes(&p->loc_idx) + htab__bytes(&p->sample_idx) +
 	       p->cap_maps * sizeof(*p->maps) + p->cap_funcs * sizeof(*p->funcs) +
 	       p->cap_locs * sizeof(*p->locs) + p->cap_samples * sizeof(*p->samples) +
 	       p->cap_loc_ids * sizeof(*p->loc_ids) + p->cap_labels * sizeof(*p->labels) +

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "symbolize/elf.h"
+#include "symbolize/elf_lookup.h"
 
 #define LOG_MODULE "gopclntab"
 #include "util/log.h"

@@ -12,6 +12,7 @@
 
 #include "fuzz_util.h"
 #include "symbolize/elf.h"
+#include "symbolize/elf_lookup.h"
 #include "symbolize/symcache.h"
 #include "symbolize/usdt.h"
 

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "read_file.h"
 #include "symbolize/elf.h"
+#include "symbolize/elf_lookup.h"
 #include "symbolize/symcache.h"
 
 #ifndef SYM_FIXTURE_DIR

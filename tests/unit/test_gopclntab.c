@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "symbolize/elf.h"
+#include "symbolize/elf_lookup.h"
 #include "symbolize/gopclntab.h"
 
 #ifndef GO_FIXTURE_DIR

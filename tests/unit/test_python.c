@@ -16,6 +16,7 @@
 #include "runtimes/python/python_layout.h"
 #include "runtimes/python/python_stack.h"
 #include "symbolize/elf.h"
+#include "symbolize/elf_lookup.h"
 
 /* ---- layouts ---- */
 

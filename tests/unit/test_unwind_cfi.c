@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "symbolize/elf.h"
+#include "symbolize/elf_lookup.h"
 #include "unwind/unwind_cfi.h"
 #include "unwind/unwind_fp.h"
 #include "unwind/unwind_table.h"

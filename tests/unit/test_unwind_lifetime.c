@@ -22,6 +22,7 @@
 #include "check.h"
 #include "mlprof/sample.h"
 #include "symbolize/elf.h"
+#include "symbolize/elf_lookup.h"
 #include "symbolize/proc.h"
 #include "unwind/unwind.h"
 

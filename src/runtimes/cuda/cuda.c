@@ -15,6 +15,7 @@
 #include "capture/sampler.h"
 #include "capture/uprobe_link.h"
 #include "symbolize/elf.h"
+#include "symbolize/elf_lookup.h"
 #include "symbolize/proc.h"
 #include "symbolize/symcache.h"
 #include "symbolize/usdt.h"

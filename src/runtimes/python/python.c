@@ -12,6 +12,7 @@
 
 #include "runtimes/python/python_stack.h"
 #include "symbolize/elf.h"
+#include "symbolize/elf_lookup.h"
 #include "symbolize/proc.h"
 #include "util/fsutil.h"
 
