@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agent/httpd.h"
+#include "util/parse.h"
 #include "util/redact.h"
 
 enum opt_type {
@@ -331,86 +332,6 @@ static const struct opt *find_opt(const char *name, size_t len)
 	return NULL;
 }
 
-static int parse_bool(const char *s, bool *out)
-{
-	static const char *const t[] = {"1", "true", "yes", "on"};
-	static const char *const f[] = {"0", "false", "no", "off"};
-
-	for (int i = 0; i < 4; i++) {
-		if (strcasecmp(s, t[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcasecmp(s, f[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static int parse_u64(const char *s, uint64_t *out, const char **end)
-{
-	char *e;
-	unsigned long long v;
-
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &e, 10);
-	if (errno)
-		return -ERANGE;
-	*out = v;
-	*end = e;
-	return 0;
-}
-
-static int parse_bytes(const char *s, uint64_t *out)
-{
-	static const struct {
-		const char *sfx;
-		unsigned int shift;
-	} units[] = {{"", 0},	  {"b", 0},   {"k", 10},   {"kb", 10}, {"kib", 10},
-		     {"m", 20},	  {"mb", 20}, {"mib", 20}, {"g", 30},  {"gb", 30},
-		     {"gib", 30}, {"t", 40},  {"tib", 40}};
-	const char *end;
-	uint64_t v;
-
-	if (parse_u64(s, &v, &end))
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcasecmp(end, units[i].sfx) == 0) {
-			if (units[i].shift && v > (UINT64_MAX >> units[i].shift))
-				return -ERANGE;
-			*out = v << units[i].shift;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static int parse_secs_ms(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-	size_t n = strlen(s);
-
-	if (!n || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || !isfinite(v) || v < 0)
-		return -EINVAL;
-	if (strcmp(end, "ms") == 0)
-		v /= 1000.0;
-	else if (strcmp(end, "s") != 0 && *end)
-		return -EINVAL;
-	if (v * 1000.0 > (double)UINT32_MAX)
-		return -ERANGE;
-	*out = (uint64_t)llround(v * 1000.0);
-	return 0;
-}
-
 /* Sets one option from text; where is "--flag", "MLPROF_X" or "file:line" for errors. */
 static int set_opt(struct loader *ld, const struct opt *o, const char *val, enum source src,
 		   const char *where)
@@ -443,7 +364,7 @@ static int set_opt(struct loader *ld, const struct opt *o, const char *val, enum
 	case OPT_UINT: {
 		const char *end = NULL;
 
-		err = parse_u64(val, &v, &end);
+		err = parse__u64(val, &v, &end);
 		if (err || *end || v < o->min || v > o->max)
 			return fail(ld, "invalid %s '%s': expected an integer from %llu to %llu",
 				    where, val, (unsigned long long)o->min,
@@ -452,19 +373,19 @@ static int set_opt(struct loader *ld, const struct opt *o, const char *val, enum
 		return 0;
 	}
 	case OPT_BOOL:
-		if (parse_bool(val, &b))
+		if (parse__bool(val, &b))
 			return fail(ld, "invalid %s '%s': expected true or false", where, val);
 		*(bool *)f = b;
 		return 0;
 	case OPT_BYTES:
-		if (parse_bytes(val, &v) || v < o->min || v > o->max)
+		if (parse__bytes(val, &v) || v < o->min || v > o->max)
 			return fail(ld,
 				    "invalid %s '%s': expected a size such as 64M (at least %llu)",
 				    where, val, (unsigned long long)o->min);
 		*(uint64_t *)f = v;
 		return 0;
 	case OPT_SECS_MS:
-		if (parse_secs_ms(val, &v) || v < o->min || v > o->max)
+		if (parse__secs_ms(val, &v) || v < o->min || v > o->max)
 			return fail(ld,
 				    "invalid %s '%s': expected seconds such as 5 or 0.5 or 500ms",
 				    where, val);
@@ -504,18 +425,6 @@ static int set_opt(struct loader *ld, const struct opt *o, const char *val, enum
 	return -EINVAL;
 }
 
-static char *trim(char *s)
-{
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
-}
-
 static int load_file(struct loader *ld, const char *path)
 {
 	char line[8192], where[PATH_MAX + 64];
@@ -538,7 +447,7 @@ static int load_file(struct loader *ld, const char *path)
 			err = fail(ld, "%s:%d: line too long", path, lineno);
 			goto cleanup;
 		}
-		key = trim(line);
+		key = parse__trim(line);
 		if (!*key || *key == '#' || *key == ';')
 			continue;
 		eq = strchr(key, '=');
@@ -547,8 +456,8 @@ static int load_file(struct loader *ld, const char *path)
 			goto cleanup;
 		}
 		*eq = '\0';
-		key = trim(key);
-		val = trim(eq + 1);
+		key = parse__trim(key);
+		val = parse__trim(eq + 1);
 		if (strlen(val) >= 2 && (val[0] == '"' || val[0] == '\'') &&
 		    val[strlen(val) - 1] == val[0]) {
 			val[strlen(val) - 1] = '\0';
@@ -671,7 +580,7 @@ static int read_secret(struct loader *ld, const char *path, char **out)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	s = trim(buf);
+	s = parse__trim(buf);
 	if (!*s)
 		return fail(ld, "secret file %s is empty", path);
 	free(*out);

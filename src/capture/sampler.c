@@ -30,7 +30,6 @@
 #include <bpf/libbpf.h>
 
 #include "cpu.skel.h"
-#include "cuda.skel.h"
 #include "memory.skel.h"
 #include "offcpu.skel.h"
 #include <mlprof/cuda.h>
@@ -67,18 +66,14 @@ _Static_assert((MLPROF_MAX_USTACK & (MLPROF_MAX_USTACK - 1)) == 0, "ustack bound
 
 struct sampler {
 	struct cpu_bpf *skel;
-	struct offcpu_bpf *offcpu; /* NULL unless off-CPU sampling is on */
-	struct cuda_bpf *cuda;	   /* loaded when the first CUDA/NCCL library is probed */
-	bool cuda_allowed;	   /* CUDA probes are on */
-	int cuda_err;		   /* loading them failed (-errno): not tried again */
-	bool cuda_multi;	   /* ... loaded for uprobe_multi links */
-	uint32_t cuda_budget;
-	uint64_t cuda_count_window_ns;
-	bool cuda_sync_intervals;
-	uint64_t cuda_tensor_sample;
-	struct memory_bpf *memory; /* NULL unless memory growth is on */
-	struct fault_duty *duty;   /* NULL unless its page-fault programs are duty-cycled */
-	struct bpf_link **links;   /* one per attached perf event */
+	struct offcpu_bpf *offcpu;	    /* NULL unless off-CPU sampling is on */
+	struct cuda_probes *cuda;	    /* loaded when the first CUDA/NCCL library is probed */
+	bool cuda_allowed;		    /* CUDA probes are on */
+	int cuda_err;			    /* loading them failed (-errno): not tried again */
+	struct cuda_probes_config cuda_cfg; /* what they are loaded with */
+	struct memory_bpf *memory;	    /* NULL unless memory growth is on */
+	struct fault_duty *duty; /* NULL unless its page-fault programs are duty-cycled */
+	struct bpf_link **links; /* one per attached perf event */
 	int nlinks;
 	int ncpus; /* possible CPUs: per-CPU map values and scratch slots */
 	struct ring_buffer *rb;
@@ -457,48 +452,6 @@ static int offcpu_setup(struct sampler *s, const struct sampler_config *cfg)
 }
 
 /*
- * Loads the CUDA uprobe object (attached later, per library), sharing the cpu object's
- * ring buffer, pid filter, Python walker configuration and counters. Returns 0 or -errno.
- */
-static int cuda_setup(struct sampler *s)
-{
-	struct cuda_bpf *o;
-	int err;
-
-	o = cuda_bpf__open();
-	if (!o) {
-		err = -errno;
-		log_bpf_failure("opening the CUDA BPF object", -err);
-		return err;
-	}
-	s->cuda = o;
-	s->cuda_multi = uprobe_link__multi_supported();
-	if (s->cuda_multi && (uprobe_link__prepare(o->progs.cuda_entry) ||
-			      uprobe_link__prepare(o->progs.cuda_return))) {
-		err = -errno;
-		pr_err("preparing the CUDA programs for uprobe_multi links failed: %s",
-		       strerror(-err));
-		return err;
-	}
-	if (s->cuda_budget)
-		o->rodata->cuda_budget = s->cuda_budget;
-	o->rodata->count_window_ns = s->cuda_count_window_ns;
-	o->rodata->sync_intervals = s->cuda_sync_intervals;
-	heap_probes__fill_draws(o->rodata->tensor_draws, s->cuda_tensor_sample
-								 ? s->cuda_tensor_sample
-								 : MLPROF_TENSOR_SAMPLE_BYTES);
-	err = share_capture(s, o, "CUDA") ?: sampler__share_scope_runs(s, o->maps.scope_runs);
-	if (err)
-		return err;
-	err = cuda_bpf__load(o);
-	if (err)
-		pr_err("loading the CUDA BPF programs failed: %s (run with log level debug for the "
-		       "verifier log)",
-		       strerror(-err));
-	return err;
-}
-
-/*
  * Whether the kernel's mmap_lock_released tracepoint passes (mm, write), as on 6.18 (older
  * kernels, 5.11 to at least 6.8, passed a memory cgroup path that they formatted on every
  * lock release).
@@ -630,106 +583,6 @@ void sampler__memory_duty(struct sampler *s, struct fault_duty_stats *out)
 	fault_duty__stats(s ? s->duty : NULL, out);
 }
 
-/* Probes that also need the return program (to read what the call wrote, or its time). */
-static bool probe_has_return(enum mlprof_cuda_probe p)
-{
-	return p == MLPROF_CP_SYNC_RT || p == MLPROF_CP_SYNC_DRV || p == MLPROF_CP_ALLOC_RT ||
-	       p == MLPROF_CP_ALLOC_DRV || p == MLPROF_CP_FREE_RT || p == MLPROF_CP_GETFUNC ||
-	       p == MLPROF_CP_GETKERNEL || p == MLPROF_CP_BACKWARD;
-}
-
-/* See sampler.h. */
-int sampler__cuda_load(struct sampler *s)
-{
-	int err;
-
-	if (!s->cuda_allowed || s->cuda_err)
-		return s->cuda_err ? s->cuda_err : -ENOTSUP;
-	if (s->cuda)
-		return 0;
-	err = cuda_setup(s);
-	if (err) {
-		s->cuda_err = err;
-		cuda_bpf__destroy(s->cuda);
-		s->cuda = NULL;
-		return err;
-	}
-	pr_info("CUDA/NCCL uprobe programs loaded (%s)",
-		s->cuda_multi ? "uprobe_multi links, one per program and library"
-			      : "one link per probe: this kernel has no uprobe_multi");
-	return 0;
-}
-
-/* See sampler.h. */
-struct uprobe_link *sampler__attach_probes(struct sampler *s, const char *path,
-					   const struct sampler_probe *probes, int n)
-{
-	struct uprobe_target *t;
-	struct uprobe_link *l;
-	int err;
-
-	if (!s || !s->cuda_allowed || s->cuda_err) {
-		errno = s && s->cuda_err ? -s->cuda_err : ENOTSUP;
-		return NULL;
-	}
-	if (!probes || n <= 0) {
-		errno = EINVAL;
-		return NULL;
-	}
-	/* the uprobe programs are verified only once some process maps a CUDA library */
-	err = sampler__cuda_load(s);
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	t = calloc((size_t)n, sizeof(*t));
-	if (!t)
-		return NULL;
-	for (int i = 0; i < n; i++) {
-		if (probes[i].probe <= 0 || probes[i].probe >= MLPROF_CP__COUNT) {
-			free(t);
-			errno = EINVAL;
-			return NULL;
-		}
-		t[i].off = probes[i].off;
-		t[i].cookie = MLPROF_COOKIE(probes[i].probe, probes[i].arg1, probes[i].arg2);
-		t[i].ref_ctr_off = probes[i].ref_ctr_off;
-		t[i].ret = probe_has_return(probes[i].probe);
-	}
-	l = uprobe_link__attach(s->cuda->progs.cuda_entry, s->cuda->progs.cuda_return,
-				s->cuda_multi, path, t, n, 0);
-	err = errno;
-	free(t);
-	errno = err;
-	return l;
-}
-
-/* Key of the cuda_counts map (bpf/cuda.bpf.c). */
-struct cuda_count_key {
-	__u32 pid;
-	__u32 kind;
-	__u64 what;
-	__u64 window;
-};
-
-static int tensor_of_pid(const void *key, void *ctx)
-{
-	return ((const struct mlprof_tensor_key *)key)->pid == *(const __u32 *)ctx;
-}
-
-/* See sampler.h. */
-void sampler__cuda_forget_pid(struct sampler *s, pid_t pid)
-{
-	__u32 want = (__u32)pid;
-
-	if (!s || !s->cuda)
-		return;
-	bpf_map_delete_elem(bpf_map__fd(s->cuda->maps.cuda_backward), &want);
-	bpf_map_delete_elem(bpf_map__fd(s->cuda->maps.cuda_autograd_procs), &want);
-	sampler__map_walk(bpf_map__fd(s->cuda->maps.tensor_live), sizeof(struct mlprof_tensor_key),
-			  tensor_of_pid, &want);
-}
-
 /* See sampler_share.h. */
 int sampler__map_walk(int fd, size_t key_size, int (*visit)(const void *key, void *ctx), void *ctx)
 {
@@ -762,41 +615,61 @@ int sampler__map_walk(int fd, size_t key_size, int (*visit)(const void *key, voi
 	return 0;
 }
 
-struct counts_walk {
-	int fd;
-	pid_t pid;
-	bool take;
-	uint64_t max_window;
-	sampler_count_cb cb;
-	void *ctx;
-};
-
-static int count_visit(const void *k, void *ctx)
+/* See sampler.h. */
+int sampler__cuda_load(struct sampler *s)
 {
-	const struct cuda_count_key *key = k;
-	struct counts_walk *w = ctx;
-	__u64 v;
-
-	if ((w->pid > 0 && key->pid != (__u32)w->pid) || key->window > w->max_window)
+	if (!s->cuda_allowed || s->cuda_err)
+		return s->cuda_err ? s->cuda_err : -ENOTSUP;
+	if (s->cuda)
 		return 0;
-	if (!bpf_map_lookup_elem(w->fd, key, &v))
-		w->cb(w->ctx, key->pid, key->kind, key->what, key->window, v);
-	return w->take;
+	s->cuda = cuda_probes__new(s, &s->cuda_cfg);
+	if (!s->cuda) {
+		s->cuda_err = -errno;
+		return s->cuda_err;
+	}
+	pr_info("CUDA/NCCL uprobe programs loaded (%s)", cuda_probes__link_kind(s->cuda));
+	return 0;
+}
+
+/* See sampler.h. */
+struct uprobe_link *sampler__attach_probes(struct sampler *s, const char *path,
+					   const struct sampler_probe *probes, int n)
+{
+	int err;
+
+	if (!s || !s->cuda_allowed || s->cuda_err) {
+		errno = s && s->cuda_err ? -s->cuda_err : ENOTSUP;
+		return NULL;
+	}
+	if (!probes || n <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* the uprobe programs are verified only once some process maps a CUDA library */
+	err = sampler__cuda_load(s);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return cuda_probes__attach(s->cuda, path, probes, n);
+}
+
+/* See sampler.h. */
+void sampler__cuda_forget_pid(struct sampler *s, pid_t pid)
+{
+	if (s && s->cuda)
+		cuda_probes__forget_pid(s->cuda, pid);
 }
 
 /* See sampler.h. */
 int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take, uint64_t max_window,
 			 sampler_count_cb cb, void *ctx)
 {
-	struct counts_walk w = {
-		.pid = pid, .take = take, .max_window = max_window, .cb = cb, .ctx = ctx};
-
 	if (!s || !s->cuda_allowed)
 		return -ENOTSUP;
 	if (!s->cuda)
 		return 0; /* no CUDA library was probed */
-	w.fd = bpf_map__fd(s->cuda->maps.cuda_counts);
-	return sampler__map_walk(w.fd, sizeof(struct cuda_count_key), count_visit, &w);
+	return cuda_probes__counts(s->cuda, pid, take, max_window, cb, ctx);
 }
 
 /* See sampler.h. */
@@ -944,10 +817,12 @@ struct sampler *sampler__new(const struct sampler_config *cfg, sampler_event_cb 
 			goto cleanup;
 	}
 	s->cuda_allowed = cfg->cuda;
-	s->cuda_budget = cfg->cuda_budget;
-	s->cuda_count_window_ns = cfg->cuda_count_window_ns;
-	s->cuda_sync_intervals = cfg->cuda_sync_intervals;
-	s->cuda_tensor_sample = cfg->cuda_tensor_sample;
+	s->cuda_cfg = (struct cuda_probes_config){
+		.budget = cfg->cuda_budget,
+		.count_window_ns = cfg->cuda_count_window_ns,
+		.sync_intervals = cfg->cuda_sync_intervals,
+		.tensor_sample = cfg->cuda_tensor_sample,
+	};
 	if (cfg->memory) {
 		err = memory_setup(s, cfg);
 		if (err)
@@ -1002,7 +877,7 @@ void sampler__free(struct sampler *s)
 	hold__free(s->hold);
 	free(s->links);
 	offcpu_bpf__destroy(s->offcpu);
-	cuda_bpf__destroy(s->cuda);
+	cuda_probes__free(s->cuda);
 	fault_duty__stop(s->duty);
 	memory_bpf__destroy(s->memory);
 	if (s->pids_gen)

@@ -11,6 +11,8 @@
 #include <mlprof/cuda.h>
 #include <mlprof/sample.h>
 
+#include "capture/cuda_probes.h"
+
 struct sampler;
 
 struct sampler_config {
@@ -59,13 +61,6 @@ int sampler__add_pid(struct sampler *s, pid_t pid);
 struct mlprof_py_proc;
 /* Tells the Python frame walker how to read process pid's interpreter. Returns 0 or -errno. */
 int sampler__set_python(struct sampler *s, pid_t pid, const struct mlprof_py_proc *cfg);
-/* One CUDA/NCCL probe of a library file: which entry point, at which file offset. */
-struct sampler_probe {
-	enum mlprof_cuda_probe probe;
-	uint64_t off;
-	uint32_t arg1, arg2;  /* USDT probes: where their arguments are (MLPROF_USDT_ARG) */
-	uint64_t ref_ctr_off; /* USDT probes: their semaphore's file offset, or 0 */
-};
 
 /*
  * Loads the CUDA/NCCL uprobe programs now (sampler__attach_probes otherwise loads them on
@@ -96,8 +91,6 @@ void sampler__cuda_forget_pid(struct sampler *s, pid_t pid);
  * those entries are deleted from the map. window: CLOCK_MONOTONIC ns / the config's
  * cuda_count_window_ns at the call (0 without windows).
  */
-typedef void (*sampler_count_cb)(void *ctx, uint32_t pid, uint32_t kind, uint64_t what,
-				 uint64_t window, uint64_t count);
 int sampler__cuda_counts(struct sampler *s, pid_t pid, bool take, uint64_t max_window,
 			 sampler_count_cb cb, void *ctx);
 

@@ -16,25 +16,10 @@
 #include "symbolize/proc.h"
 #include "unwind/unwind_cfi.h"
 #include "unwind/unwind_fp.h"
+#include "unwind/unwind_space.h"
+#include "unwind/unwind_state.h"
 #include "unwind/unwind_table.h"
 
-/* Exported by libunwind-x86_64 but not declared in its public headers (perf does the same). */
-extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
-					      unw_dyn_info_t *di, unw_proc_info_t *pi,
-					      int need_unwind_info, void *arg);
-
-/* Per-process libunwind address spaces kept (each holds libunwind's register-state cache). */
-#define MAX_SPACES 64
-/* Objects (ELF images) remembered per address space for memory reads outside the stack. */
-#define MAX_OBJS 128
-/* Parsed unwind tables kept across processes (each holds a reference on its ELF file). */
-#define MAX_TABLES 512
-/*
- * Room kept free when an unwind starts: caches are trimmed only then (make_room), so one
- * unwind can add this many tables (objects) before lookups start missing.
- */
-#define TABLE_HEADROOM 64
-#define OBJ_HEADROOM   32
 /*
  * A frame with neither CFI nor frame pointer (hand-written assembly: MKL's kernels) has its
  * return address searched for this far above its stack pointer: the whole copy, since
@@ -42,27 +27,6 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
  * found the caller of 23% of numpy matmul samples).
  */
 #define SCAN_MAX_BYTES (128u << 10)
-/* Reads this far above the stack copy are taken for stack reads (copy too short). */
-#define STACK_SLACK (8ull << 20)
-/*
- * Code this far past an ELF entry point (e_entry) with no FDE is taken for the process's
- * first frame: ld.so's _start (RTLD_START) has no CFI and calls _dl_start, then jumps to
- * the program, all within its first 0x3d bytes.
- */
-#define ENTRY_SPAN 64
-/* Mappings end on a page boundary past their segment's end (4 KiB pages on x86-64). */
-#define PAGE_SLACK 4096ull
-/* Fake, non-canonical addresses where synthesized tables are exposed to libunwind. */
-#define FAKE_TABLE_BASE	 0xfff0000000000000ull
-#define FAKE_TABLE_SHIFT 36
-/* Offsets in an object's fake range of its translated .debug_frame index and image. */
-#define FAKE_DBG_TABLE (1ull << 34)
-#define FAKE_DBG_IMAGE (1ull << 35)
-/*
- * Unwind rules kept by (table, pc), direct-mapped: a frame seen before is stepped without
- * libunwind (whose register-state cache takes a lock and two sigprocmask calls a step).
- */
-#define RULE_SLOTS 65536
 /*
  * Simple rules again by (maps generation, pc), direct-mapped: a frame seen before is stepped
  * with one lookup, without finding its mapping and object first (a generation is unique and
@@ -75,451 +39,8 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
  * do not each scan up to the whole copy.
  */
 #define SCAN_HINT_SLOTS 4096
-/*
- * The frames each of ECHO_SLOTS threads (by tid) was last stepped through: the next sample of
- * a thread mostly repeats them (the same callers at the same stack addresses), so their
- * step-cache slots and the stack words they read are prefetched together at its start, not
- * missed one after another as each step learns where the next one is.
- */
-#define ECHO_SLOTS  64
-#define ECHO_FRAMES 64
-/* Bound on the translated .debug_frame images and indexes held by all tables together. */
-#define MAX_DEBUG_FRAME_TOTAL (256ull << 20)
-
-/* One ELF image placed in a process: runtime = vaddr + bias. */
-struct uw_obj {
-	uint64_t lo, hi; /* runtime extent */
-	uint64_t bias;
-	struct unwind_table *t;
-};
-
-/* Per-process libunwind state. */
-struct uw_space {
-	pid_t pid;
-	const struct proc *p;
-	uint64_t gen;
-	unw_addr_space_t as;
-	struct uw_obj objs[MAX_OBJS];
-	size_t nobjs, last_obj;
-	uint64_t last_use;
-};
-
-/* One cached rule: the table's address keys it (all tables go at once, with the cache). */
-struct rule_slot {
-	const struct unwind_table *t;
-	uint64_t vaddr;
-	struct cfi_rule r;
-};
-
-/* A CFI_RULE rule cached by (gen, pc); gen 0: empty. */
-struct step_slot {
-	uint64_t gen, pc;
-	struct cfi_rule r;
-};
-
-/* A scan's result by (gen, pc); gen 0: empty. off: the return address's slot above sp. */
-struct scan_hint {
-	uint64_t gen, pc;
-	uint64_t off; /* of the return address from the stack pointer */
-	uint64_t ra;  /* the return address that was there, checked whole */
-};
-
-/* The frames a thread's last unwind stepped through: the pc each was stepped at, its cfa. */
-struct echo {
-	uint64_t gen;
-	uint32_t tid, n;
-	uint64_t pc[ECHO_FRAMES], cfa[ECHO_FRAMES];
-};
-
-struct unwinder {
-	struct proc_cache *pc;
-	struct rule_slot *rules; /* RULE_SLOTS */
-	struct step_slot *steps; /* STEP_SLOTS */
-	struct scan_hint *hints; /* SCAN_HINT_SLOTS */
-	struct echo *echoes;	 /* ECHO_SLOTS */
-	struct uw_space spaces[MAX_SPACES];
-	size_t nspaces;
-	struct unwind_table *tables[MAX_TABLES];
-	size_t ntables;
-	uint64_t tick;
-	uint64_t dbg_bytes; /* held in translated .debug_frame images and indexes */
-	struct unwind_fp *fp;
-	struct unwind_stats stats;
-};
-
-/* State of one unwinder__unwind call, handed to the accessors as their arg. */
-struct uw_call {
-	struct unwinder *u;
-	struct uw_space *sp;
-	struct proc *p;
-	const struct mlprof_sample *s;
-	const __u64 *regs; /* registers of the first frame: the sample's, or where FP left off */
-	uint64_t stack_lo, stack_len;
-	bool stack_cut; /* a read hit the stack above the copy */
-	bool no_info;	/* find_proc_info found nothing during this step */
-	bool at_entry;	/* ... and the pc was at an ELF entry point: the outermost frame */
-	uint64_t no_info_ip;
-	uint64_t scan_pc;  /* the pc of the frame a scan looks for the return address of */
-	struct echo *echo; /* the thread's frames, rewritten as this unwind steps */
-};
-
-/* ---- unwind tables (shared by every process that maps the file) ---- */
-
-static void unwinder_flush_spaces(struct unwinder *u)
-{
-	for (size_t i = 0; i < u->nspaces; i++) {
-		u->spaces[i].nobjs = 0;
-		u->spaces[i].last_obj = 0;
-		unw_flush_cache(u->spaces[i].as, 0, 0);
-	}
-}
-
-/*
- * Finds or builds ef's table. Never frees one: objects of the unwind in progress point at
- * tables (make_room trims between unwinds). NULL when the cache is full or on ENOMEM.
- */
-static struct unwind_table *table_get(struct unwinder *u, struct elf_file *ef)
-{
-	struct unwind_table *t;
-
-	for (size_t i = 0; i < u->ntables; i++) {
-		if (u->tables[i]->ef == ef)
-			return u->tables[i];
-	}
-	if (u->ntables == MAX_TABLES)
-		return NULL;
-	t = unwind_table__new(ef);
-	if (!t)
-		return NULL;
-	u->tables[u->ntables++] = t;
-	return t;
-}
-
-/*
- * Trims the caches before an unwind starts, the only time nothing points into them:
- * find_proc_info and the memory accessors keep object and table pointers across
- * libunwind's nested reads, which may look up further objects. Tables go all at once
- * (objects in every space point at them, rarely needed); a space's objects go when it
- * has less than OBJ_HEADROOM free.
- */
-static void make_room(struct unwinder *u, struct uw_space *sp)
-{
-	if (u->ntables + TABLE_HEADROOM > MAX_TABLES) {
-		unwinder_flush_spaces(u);
-		memset(u->rules, 0, RULE_SLOTS * sizeof(*u->rules));
-		for (size_t i = 0; i < u->ntables; i++)
-			unwind_table__free(u->tables[i]);
-		u->ntables = 0;
-		u->dbg_bytes = 0;
-	}
-	if (sp && sp->nobjs + OBJ_HEADROOM > MAX_OBJS) {
-		unw_flush_cache(sp->as, 0, 0);
-		sp->nobjs = 0;
-		sp->last_obj = 0;
-	}
-}
-
-/* Translates t's .debug_frame on first need, within MAX_DEBUG_FRAME_TOTAL. True when ready. */
-static bool table_debug_frame(struct unwinder *u, struct unwind_table *t)
-{
-	uint64_t bytes;
-	int err;
-
-	if (t->dbg_state)
-		return t->dbg_state > 0;
-	err = unwind_table__load_debug_frame(t, MAX_DEBUG_FRAME_TOTAL - u->dbg_bytes, &bytes);
-	if (err == -E2BIG)
-		u->stats.debug_frame_skipped++;
-	if (err)
-		return false;
-	u->dbg_bytes += bytes;
-	u->stats.debug_frame_tables++;
-	return true;
-}
-
-/* ---- address spaces ---- */
-
-static struct uw_obj *obj_find(struct uw_space *sp, uint64_t addr)
-{
-	struct uw_obj *o = &sp->objs[sp->last_obj];
-
-	if (sp->last_obj < sp->nobjs && addr >= o->lo && addr < o->hi)
-		return o;
-	for (size_t i = 0; i < sp->nobjs; i++) {
-		o = &sp->objs[i];
-		if (addr >= o->lo && addr < o->hi) {
-			sp->last_obj = i;
-			return o;
-		}
-	}
-	return NULL;
-}
-
-/* Registers (or finds) the object behind map m; NULL when it has no usable ELF. */
-static struct uw_obj *obj_for_map(struct uw_call *call, const struct proc_map *m)
-{
-	struct uw_space *sp = call->sp;
-	struct elf_file *ef;
-	struct unwind_table *t;
-	struct uw_obj *o;
-	uint64_t vaddr, bias;
-
-	o = obj_find(sp, m->start);
-	if (o)
-		return o;
-	ef = proc_cache__map_elf(call->u->pc, call->p, m);
-	if (!ef)
-		return NULL;
-	if (proc_map__to_vaddr(m, ef, m->start, &vaddr))
-		return NULL;
-	t = table_get(call->u, ef);
-	if (!t || t->lo >= t->hi)
-		return NULL;
-	bias = m->start - vaddr;
-	if (sp->nobjs == MAX_OBJS)
-		return NULL; /* never reset mid-unwind: callers hold pointers into objs */
-	o = &sp->objs[sp->nobjs];
-	o->lo = t->lo + bias;
-	o->hi = t->hi + bias;
-	o->bias = bias;
-	o->t = t;
-	/*
-	 * The mapping must lie within the PT_LOAD extent, which the kernel maps in whole
-	 * pages: the [vdso] (a 0x1522-byte segment in a two-page mapping) and every
-	 * segment's last page extend past p_vaddr + p_memsz.
-	 */
-	if (o->lo > m->start || ((o->hi + PAGE_SLACK - 1) & ~(PAGE_SLACK - 1)) < m->end)
-		return NULL;
-	sp->last_obj = sp->nobjs++;
-	return o;
-}
-
-static struct uw_space *space_get(struct unwinder *u, struct proc *p)
-{
-	struct uw_space *sp = NULL;
-
-	for (size_t i = 0; i < u->nspaces; i++) {
-		if (u->spaces[i].pid == p->pid) {
-			sp = &u->spaces[i];
-			break;
-		}
-	}
-	if (!sp && u->nspaces < MAX_SPACES) {
-		unw_addr_space_t as;
-
-		sp = &u->spaces[u->nspaces];
-		as = sp->as;
-		memset(sp, 0, sizeof(*sp));
-		sp->as = as;
-		u->nspaces++;
-	} else if (!sp) {
-		sp = &u->spaces[0];
-		for (size_t i = 1; i < u->nspaces; i++)
-			if (u->spaces[i].last_use < sp->last_use)
-				sp = &u->spaces[i];
-		sp->p = NULL; /* force a flush below */
-	}
-	if (!sp->as)
-		return NULL;
-	sp->last_use = ++u->tick;
-	if (sp->pid != p->pid || sp->p != p || sp->gen != p->gen) {
-		/* different process instance or changed maps: drop cached unwind state */
-		unw_flush_cache(sp->as, 0, 0);
-		sp->nobjs = 0;
-		sp->last_obj = 0;
-		sp->pid = p->pid;
-		sp->p = p;
-		sp->gen = p->gen;
-	}
-	return sp;
-}
-
-/* ---- libunwind accessors ---- */
-
-static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
-			  int need_unwind_info, void *arg)
-{
-	struct uw_call *call = arg;
-	const struct proc_map *m;
-	struct uw_obj *o;
-	unw_dyn_info_t di;
-	uint64_t fake;
-	int ret;
-
-	m = proc_cache__find_map(call->u->pc, call->p, ip);
-	o = m ? obj_for_map(call, m) : NULL;
-	ret = -UNW_ENOINFO;
-	if (!o)
-		goto no_info;
-	fake = FAKE_TABLE_BASE + ((uint64_t)(o - call->sp->objs) << FAKE_TABLE_SHIFT);
-	if (o->t->ok) {
-		memset(&di, 0, sizeof(di));
-		di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-		di.start_ip = m->start;
-		di.end_ip = m->end;
-		di.u.rti.segbase = o->t->segbase + o->bias;
-		if (o->t->synth)
-			di.u.rti.table_data = fake;
-		else
-			di.u.rti.table_data = o->t->table + o->bias;
-		di.u.rti.table_len = o->t->count * 8 / sizeof(unw_word_t);
-		ret = _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
-		if (ret != -UNW_ENOINFO)
-			return ret;
-	}
-	if (table_debug_frame(call->u, o->t)) {
-		/*
-		 * Index entries are relative to the object's lowest vaddr (start_ip), FDE
-		 * offsets to the image (segbase); FDE addresses are link-time values that
-		 * libunwind moves by load_offset.
-		 */
-		memset(&di, 0, sizeof(di));
-		di.format = UNW_INFO_FORMAT_IP_OFFSET;
-		di.start_ip = o->lo;
-		di.end_ip = m->end > o->hi ? m->end : o->hi;
-		di.load_offset = o->bias;
-		di.u.rti.segbase = fake + FAKE_DBG_IMAGE;
-		di.u.rti.table_data = fake + FAKE_DBG_TABLE;
-		di.u.rti.table_len = o->t->dbg_count * 8 / sizeof(unw_word_t);
-		ret = _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
-		if (ret != -UNW_ENOINFO)
-			return ret;
-	}
-no_info:
-	call->no_info = true;
-	call->no_info_ip = ip;
-	/* libunwind asks for ip - 1 in callers' frames: still inside _start */
-	if (o && o->t->entry && ip - o->bias >= o->t->entry &&
-	    ip - o->bias - o->t->entry < ENTRY_SPAN)
-		call->at_entry = true;
-	return ret;
-}
-
-static void put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
-{
-	/*
-	 * Nothing to do: for DWARF tables libunwind releases pi->unwind_info itself (from its
-	 * own pool) before calling this, and perf's implementation is a no-op as well.
-	 */
-}
-
-static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dil_addr, void *arg)
-{
-	return -UNW_ENOINFO;
-}
-
-static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp, int write, void *arg)
-{
-	struct uw_call *call = arg;
-	const struct proc_map *m;
-	struct uw_obj *o;
-
-	if (write)
-		return -UNW_EINVAL;
-	if (addr >= call->stack_lo && addr - call->stack_lo <= call->stack_len &&
-	    call->stack_len - (addr - call->stack_lo) >= sizeof(*valp)) {
-		memcpy(valp, call->s->ustack + (addr - call->stack_lo), sizeof(*valp));
-		return 0;
-	}
-	if (addr >= FAKE_TABLE_BASE) {
-		uint64_t idx = (addr - FAKE_TABLE_BASE) >> FAKE_TABLE_SHIFT;
-		uint64_t off = (addr - FAKE_TABLE_BASE) & ((1ull << FAKE_TABLE_SHIFT) - 1);
-
-		const struct unwind_table *t = idx < call->sp->nobjs ? call->sp->objs[idx].t : NULL;
-		const uint8_t *data = NULL;
-		uint64_t size = 0;
-
-		if (t && off >= FAKE_DBG_IMAGE) {
-			data = t->dbg_image;
-			size = t->dbg_image_len;
-			off -= FAKE_DBG_IMAGE;
-		} else if (t && off >= FAKE_DBG_TABLE) {
-			data = (const uint8_t *)t->dbg_tab;
-			size = t->dbg_count * 8;
-			off -= FAKE_DBG_TABLE;
-		} else if (t) {
-			data = (const uint8_t *)t->synth;
-			size = t->count * 8;
-		}
-		if (data && off < size) {
-			uint8_t b[8] = {0};
-
-			memcpy(b, data + off, size - off < 8 ? size - off : 8);
-			memcpy(valp, b, 8);
-			return 0;
-		}
-		return -UNW_EINVAL;
-	}
-	o = obj_find(call->sp, addr);
-	if (!o && addr >= call->stack_lo && addr - call->stack_lo < call->stack_len + STACK_SLACK) {
-		/*
-		 * Above the copy and in no object seen so far: take it for the stack (an
-		 * object's tables are always registered by find_proc_info before they are
-		 * read), without a maps lookup that could trigger a re-read.
-		 */
-		call->stack_cut = true;
-		return -UNW_EINVAL;
-	}
-	if (!o) {
-		m = proc_cache__find_map(call->u->pc, call->p, addr);
-		if (m)
-			o = obj_for_map(call, m);
-	}
-	if (o && unwind_table__read(o->t, addr - o->bias, valp))
-		return 0;
-	return -UNW_EINVAL;
-}
-
-static const int8_t reg_map[UNW_X86_64_RIP + 1] = {
-	[UNW_X86_64_RAX] = MLPROF_REG_AX,  [UNW_X86_64_RDX] = MLPROF_REG_DX,
-	[UNW_X86_64_RCX] = MLPROF_REG_CX,  [UNW_X86_64_RBX] = MLPROF_REG_BX,
-	[UNW_X86_64_RSI] = MLPROF_REG_SI,  [UNW_X86_64_RDI] = MLPROF_REG_DI,
-	[UNW_X86_64_RBP] = MLPROF_REG_BP,  [UNW_X86_64_RSP] = MLPROF_REG_SP,
-	[UNW_X86_64_R8] = MLPROF_REG_R8,   [UNW_X86_64_R9] = MLPROF_REG_R9,
-	[UNW_X86_64_R10] = MLPROF_REG_R10, [UNW_X86_64_R11] = MLPROF_REG_R11,
-	[UNW_X86_64_R12] = MLPROF_REG_R12, [UNW_X86_64_R13] = MLPROF_REG_R13,
-	[UNW_X86_64_R14] = MLPROF_REG_R14, [UNW_X86_64_R15] = MLPROF_REG_R15,
-	[UNW_X86_64_RIP] = MLPROF_REG_IP,
-};
-
-static int access_reg(unw_addr_space_t as, unw_regnum_t regnum, unw_word_t *valp, int write,
-		      void *arg)
-{
-	struct uw_call *call = arg;
-
-	if (write || regnum < 0 || regnum > UNW_X86_64_RIP)
-		return -UNW_EBADREG;
-	*valp = call->regs[reg_map[regnum]];
-	return 0;
-}
-
-static int access_fpreg(unw_addr_space_t as, unw_regnum_t num, unw_fpreg_t *val, int write,
-			void *arg)
-{
-	return -UNW_EINVAL;
-}
-
-static int resume(unw_addr_space_t as, unw_cursor_t *cu, void *arg)
-{
-	return -UNW_EINVAL;
-}
-
-static int get_proc_name(unw_addr_space_t as, unw_word_t addr, char *bufp, size_t buf_len,
-			 unw_word_t *offp, void *arg)
-{
-	return -UNW_ENOINFO;
-}
-
-static unw_accessors_t accessors = {
-	.find_proc_info = find_proc_info,
-	.put_unwind_info = put_unwind_info,
-	.get_dyn_info_list_addr = get_dyn_info_list_addr,
-	.access_mem = access_mem,
-	.access_reg = access_reg,
-	.access_fpreg = access_fpreg,
-	.resume = resume,
-	.get_proc_name = get_proc_name,
-};
+/* Threads whose last frames are kept (struct echo), by tid. */
+#define ECHO_SLOTS 64
 
 /* ---- public API ---- */
 
@@ -547,7 +68,7 @@ struct unwinder *unwinder__new(struct proc_cache *pc)
 		return NULL;
 	}
 	for (size_t i = 0; i < MAX_SPACES; i++) {
-		u->spaces[i].as = unw_create_addr_space(&accessors, 0);
+		u->spaces[i].as = unw_create_addr_space(&unwind_space__accessors, 0);
 		if (!u->spaces[i].as) {
 			pr_warn("cannot create a libunwind address space");
 			unwinder__free(u);
@@ -617,7 +138,7 @@ static bool obj_has_cfi(struct uw_call *call, const struct uw_obj *o, uint64_t i
 		if (o->t->dbg_state < 0)
 			return false; /* and no .debug_frame to look in */
 	}
-	ok = find_proc_info(call->sp->as, ip, &pi, 0, call) == 0;
+	ok = unwind_space__accessors.find_proc_info(call->sp->as, ip, &pi, 0, call) == 0;
 	call->no_info = false;
 	call->at_entry = false;
 	return ok;
@@ -627,7 +148,7 @@ static bool has_cfi(struct uw_call *call, uint64_t ip)
 {
 	const struct proc_map *m = proc_cache__find_map_cached(call->p, ip);
 
-	return obj_has_cfi(call, m ? obj_for_map(call, m) : NULL, ip);
+	return obj_has_cfi(call, m ? unwind_space__obj_for_map(call, m) : NULL, ip);
 }
 
 /*
@@ -648,7 +169,7 @@ static bool ra_after_call(struct uw_call *call, uint64_t addr, struct uw_obj **o
 	    addr > call->p->maps[call->p->n_maps - 1].end)
 		return false;
 	m = proc_cache__find_map_cached(call->p, addr - 1);
-	if (!m || !m->exec || !(o = obj_for_map(call, m)) || addr - o->bias < 8 ||
+	if (!m || !m->exec || !(o = unwind_space__obj_for_map(call, m)) || addr - o->bias < 8 ||
 	    elf_file__read_vaddr(o->t->ef, addr - o->bias - 8, code, sizeof(code)) ||
 	    !unwind_fp__after_call(code, &direct, &rel))
 		return false;
@@ -667,7 +188,7 @@ static bool ra_after_call(struct uw_call *call, uint64_t addr, struct uw_obj **o
 static bool call_reaches(struct uw_call *call, uint64_t target, uint64_t pc)
 {
 	const struct proc_map *m = proc_cache__find_map_cached(call->p, target);
-	struct uw_obj *o = m ? obj_for_map(call, m) : NULL;
+	struct uw_obj *o = m ? unwind_space__obj_for_map(call, m) : NULL;
 	uint8_t c[8];
 
 	if (!o || elf_file__read_vaddr(o->t->ef, target - o->bias, c, sizeof(c)))
@@ -780,7 +301,7 @@ static bool fp_fallback(struct uw_call *call, struct fp_regs *r, bool interrupte
 
 	for (;;) {
 		const struct proc_map *m = proc_cache__find_map(call->u->pc, call->p, r->ip);
-		struct uw_obj *o = m ? obj_for_map(call, m) : NULL;
+		struct uw_obj *o = m ? unwind_space__obj_for_map(call, m) : NULL;
 		struct fp_code code = {o ? o->t->ef : NULL, o ? o->bias : 0};
 
 		switch (unwind_fp__step(call->u->fp, &stack, &code, interrupted, fp_code_ok, call,
@@ -883,7 +404,7 @@ static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupte
 		if (ss->gen == call->p->gen && ss->pc == pc)
 			goto step;
 		m = proc_cache__find_map(u->pc, call->p, pc);
-		o = m ? obj_for_map(call, m) : NULL;
+		o = m ? unwind_space__obj_for_map(call, m) : NULL;
 		if (!o || !o->t->ok)
 			return false;
 		rule = rule_get(u, o->t, pc - o->bias);
@@ -893,7 +414,7 @@ static bool fast_unwind(struct uw_call *call, struct fp_regs *r, bool interrupte
 			*end = UNWIND_END_COMPLETE;
 			return true;
 		}
-		if (rule->kind == CFI_NONE && !table_debug_frame(u, o->t)) {
+		if (rule->kind == CFI_NONE && !unwind_space__debug_frame(u, o->t)) {
 			/*
 			 * No CFI covers pc (MKL's kernels, hand-written assembly): what libunwind's
 			 * failed lookup leads to, without its cursor set-up: _start ends the
@@ -1004,8 +525,8 @@ int unwinder__unwind(struct unwinder *u, struct proc *p, const struct mlprof_sam
 		return n;
 	}
 	call.echo = echo_begin(u, p, s);
-	call.sp = space_get(u, p);
-	make_room(u, call.sp);
+	call.sp = unwind_space__get(u, p);
+	unwind_space__make_room(u, call.sp);
 	if (!call.sp) {
 		pcs[n++] = s->regs[MLPROF_REG_IP];
 		*end = finish(u, UNWIND_END_BAD_FRAME, n);
