@@ -13,7 +13,9 @@ are processes of their own, without steps); a 5 ms wait per step in a synchroniz
 tests/cuda's test double of libcuda (no GPU here) as gpu_wait within 2 points; steps of a
 millisecond; the exported fallback probes; the steps profile (wall time by stack and phase)
 and its flame graph; two gloo ranks waiting for each other's collectives (comm: an explicit
-all_reduce and DDP); the agent's step metrics and ml_steps series.
+all_reduce and DDP); the agent's step metrics and ml_steps series, and that series pushed
+to a real Pyroscope v2.2.1 and queried back by ml_phase (SKIPPED without a server binary:
+scripts/pyroscope.sh path).
 
 Needs PyPI torch (TORCH_PYTHON, default ~/.cache/mlprof/torch-venv/bin/python: a few GB,
 not installed by CI, SKIPPED without it). Debian's python3-torch 1.13 opens the same scopes
@@ -35,6 +37,7 @@ import subprocess
 import sys
 
 from itutil import free_port, need_root, record, run_main, tmpdir
+import pyroscope_server
 
 MLPROF = os.environ.get("MLPROF", "build/mlprof")
 
@@ -43,6 +46,9 @@ LOOP = os.path.join(SRC, "workloads", "py_steps.py")
 TORCH_PY = os.environ.get("TORCH_PYTHON",
                           os.path.expanduser("~/.cache/mlprof/torch-venv/bin/python"))
 DEBIAN_PY = "/usr/bin/python3"
+PYRO_SH = os.environ.get("PYROSCOPE_SH", os.path.join(os.path.dirname(os.path.abspath(SRC)),
+                                                      "scripts", "pyroscope.sh"))
+ML_STEPS = "ml_steps:wall:nanoseconds:wall:nanoseconds"
 STEPS = 200
 
 LINE_RE = re.compile(
@@ -472,6 +478,60 @@ class AgentSteps(unittest.TestCase):
         self.assertNotIn(None, wall, ctx)
         self.assertLess(abs(wall.get("data_wait", 0) / sum(wall.values()) - share), 0.07, ctx)
         self.assertGreaterEqual(under / wall["data_wait"], 0.90, ctx)
+
+    def test_agent_steps_pyroscope(self):
+        """Against a real Pyroscope v2.2.1 (SKIPPED without a server binary): the agent's
+        ml_steps series is a profile type of its own, ml_phase a label it can be selected
+        by: {ml_phase="data_wait"} holds the dataset's __getitem__ (>= 90%), and the phases'
+        totals give the loop's own data-wait share within 7 points."""
+        why = pyroscope_server.skip_reason(PYRO_SH)
+        if why:
+            self.skipTest(why)
+        d = tmpdir()
+        srv = pyroscope_server.Server(PYRO_SH, os.path.join(d, "pyro"))
+        srv.start(timeout=180)
+        self.addCleanup(srv.stop)
+        service = "steps-it-%d" % os.getpid()
+        loop = subprocess.Popen([TORCH_PY, LOOP, "300", "0.012", "0"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True,
+                                env=dict(os.environ, WAIT_GO="1"))
+        self.addCleanup(loop.kill)
+        agent = pyroscope_server.Agent(MLPROF, srv.url, [
+            "--pid", str(loop.pid), "--off-cpu", "--upload-interval", "2",
+            "--service-rule", "process:%s=%s" % (re.escape(os.path.basename(LOOP)), service)],
+            d)
+        self.addCleanup(agent.kill)
+        agent.wait_ready(timeout=60)
+        time.sleep(1)  # the loop's libtorch_cpu probed (at its first samples)
+        loop.stdin.write("go\n")
+        loop.stdin.flush()
+        truth = json.loads(loop.communicate(timeout=300)[0].strip().splitlines()[-1])
+        time.sleep(3)  # the last window sent
+        self.assertEqual(agent.stop(), 0, agent.log()[-3000:])
+        sel = '{service_name="%s"}' % service
+        phases = pyroscope_server.wait_for(
+            lambda: srv.label_values("ml_phase", sel) >= {"data_wait", "cpu_compute"}
+            and srv.label_values("ml_phase", sel), 30, 1) or set()
+        totals = {ph: int(srv.merged(ML_STEPS, '{service_name="%s",ml_phase="%s"}' %
+                                     (service, ph)).get("total", 0) or 0) for ph in phases}
+        fg = srv.merged(ML_STEPS, '{service_name="%s",ml_phase="data_wait"}' % service)
+        names, _ = pyroscope_server.flame_totals(fg)
+        under = max([v for n, v in names.items() if n.endswith("__getitem__")] or [0])
+        share = truth["data"] / truth["total"]
+        ctx = ("\ntruth %s\nml_steps by ml_phase (ns): %s\n__getitem__ under data_wait: "
+               "%d of %s\nprofile types %s\n%s" %
+               (truth, totals, under, fg.get("total"), sorted(srv.profile_types()),
+                agent.log()[-2000:]))
+        print(ctx[:700])
+        self.assertIn(ML_STEPS, srv.profile_types(), ctx)
+        self.assertTrue({"data_wait", "cpu_compute", "optimizer"} <= set(totals), ctx)
+        wall = sum(totals.values())
+        self.assertLess(abs(totals["data_wait"] / wall - share), 0.07, ctx)
+        self.assertLess(abs(totals["optimizer"] / wall - truth["opt"] / truth["total"]), 0.03,
+                        ctx)
+        self.assertLess(abs(totals["cpu_compute"] / wall - truth["compute_cpu"] /
+                            truth["total"]), 0.05, ctx)
+        self.assertGreaterEqual(under / int(fg["total"]), 0.90, ctx)
 
 
 if __name__ == "__main__":
