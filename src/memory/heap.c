@@ -18,6 +18,7 @@
 #include "symbolize/elf.h"
 #include "symbolize/elf_lookup.h"
 #include "symbolize/proc.h"
+#include "symbolize/proc_files.h"
 #include "util/fsutil.h"
 
 #define DEFAULT_SAMPLE_BYTES (512u << 10)

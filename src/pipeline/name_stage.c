@@ -18,6 +18,7 @@
 #include "runtimes/python/python.h"
 #include "runtimes/torch/steps.h"
 #include "symbolize/proc.h"
+#include "symbolize/proc_files.h"
 #include "symbolize/symcache.h"
 #include "unwind/unwound.h"
 #include "util/clock.h"

@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "symbolize/elf.h"
-#include "symbolize/foreign_file.h"
+#include "symbolize/proc_files.h"
 #include "symbolize/proc_maps.h"
+#include "symbolize/proc_state.h"
 #include "util/clock.h"
-#include "util/lru.h"
 
 /*
  * A miss re-reads a process's maps at most once per REREAD_COST_FACTOR times what its last
@@ -40,142 +40,16 @@
 #define REREAD_INTERVAL_NS     (10ull * 1000 * 1000)
 #define REREAD_INTERVAL_MAX_NS (1000ull * 1000 * 1000)
 #define REREAD_BACKOFF_AFTER   8 /* same-maps re-reads before the interval grows */
-/*
- * Stretches of a process's address space that PROCMAP_QUERY found without executable
- * mappings, remembered so that the garbage pcs of broken stacks (heap pointers, small
- * integers) do not cost a query each: forgotten when the maps change and after NOEXEC_TTL_NS
- * (code made executable by mprotect comes with no event).
- */
-#define NOEXEC_GAPS   4
+/* How long a gap found without executable mappings is trusted (NOEXEC_GAPS). */
 #define NOEXEC_TTL_NS (1000ull * 1000 * 1000)
 /* Replaced map sets kept (for borrowed pointers) per process until gc; beyond, no re-reads. */
 #define RETIRED_MAX 32
 /* Processes whose maps file stays open for PROCMAP_QUERY (query_fd_get). */
 #define QUERY_FDS_MAX 64
-/* Largest [vdso] image we copy out of a process. */
-#define VDSO_MAX (256 * 1024)
-/*
- * Distinct [vdso] images kept, shared by content: every process of a kernel maps the same
- * one (a second shows up with 32-bit processes or after a checkpoint/restore), so one
- * symbol table serves them all instead of one per process.
- */
-#define VDSO_SHARED 4
-
-enum elf_state { ELF_UNTRIED = 0, ELF_OK, ELF_FAILED };
-
-/* One open ELF file shared by every mapping of the same (dev, inode). */
-struct elf_entry {
-	uint64_t inode;
-	uint32_t major, minor;
-	struct elf_file *ef;
-	size_t refs;	   /* map sets (cached or retired) that point at this entry */
-	uint64_t last_use; /* LRU tick */
-};
-
-/* One parse of /proc/PID/maps: the maps array, their strings and their ELF handles. */
-struct map_set {
-	struct proc_map *maps;
-	size_t n;
-	char *strs;		 /* NUL-separated paths the maps point into */
-	struct elf_entry **elfs; /* per map; counted in elf_entry.refs */
-	uint8_t *state;		 /* per map: enum elf_state */
-	struct map_set *next;	 /* retired chain */
-	size_t bytes;		 /* what this set holds (counted in proc_cache.bytes) */
-};
-
-struct proc_entry {
-	struct proc p; /* public part, first */
-	struct proc_entry *hnext;
-	struct lru_node lru;
-	struct map_set *cur;
-	struct map_set *retired;
-	size_t n_retired;
-	bool maps_valid; /* false after exec: next get re-reads */
-	uint64_t last_read_ns;
-	uint64_t reread_ns;    /* current miss re-read interval (backoff) */
-	uint64_t read_cost_ns; /* what the last re-read of the maps took */
-	unsigned same_rereads; /* re-reads in a row that found the same maps */
-	size_t last_hit;
-	struct noexec_gap {
-		uint64_t lo, hi, until_ns; /* [lo, hi) held no executable mapping */
-	} gaps[NOEXEC_GAPS];
-	unsigned gap_next;
-	uint64_t diag_ns; /* last miss described (diag_miss) */
-	int query_fd;	  /* its maps, open for PROCMAP_QUERY (query_fd_get); -1 when not */
-	struct elf_file *vdso;
-	bool vdso_tried;
-	bool refresh_pending;	  /* a refresh came at RETIRED_MAX: done at the trim */
-	bool kept;		  /* dead but kept past gc (proc_cache__keep_dead) */
-	struct proc_entry *gnext; /* graveyard chain (evicted, freed at gc) */
-	uint64_t grave_bytes;	  /* entry_bytes when buried (counted in grave_bytes) */
-};
-
-struct proc_cache {
-	struct proc_cache_config cfg;
-	char proc_root[256];
-	struct proc_entry **buckets;
-	size_t nbuckets;
-	size_t nprocs;
-	uint64_t bytes;	       /* held by map sets (see struct map_set) */
-	uint64_t grave_bytes;  /* ... of which by buried entries (freed at gc) */
-	bool no_query;	       /* PROCMAP_QUERY unsupported: maps are read as text */
-	unsigned diag_logged;  /* misses in executable memory logged (diag_miss) */
-	unsigned query_fds;    /* entries holding a query_fd (at most QUERY_FDS_MAX) */
-	bool retired_full;     /* a process stopped re-reading at RETIRED_MAX (trim) */
-	struct fuse_devs fuse; /* FUSE mounts met (foreign_file__on_fuse) */
-	struct lru_list lru;   /* cached processes, most recently used at head */
-	struct proc_entry *graveyard;
-	size_t ngrave;
-	struct elf_entry **elfs;
-	size_t nelfs;
-	struct elf_file *vdsos[VDSO_SHARED]; /* one reference held here on each */
-	size_t nvdsos;
-	uint64_t tick;
-	uint64_t gen;
-	struct proc_cache_stats stats;
-};
 
 static size_t bucket_of(const struct proc_cache *pc, pid_t pid)
 {
 	return ((uint32_t)pid * 2654435761u) & (pc->nbuckets - 1);
-}
-
-/* ---- ELF entries ---- */
-
-static void elf_entry_unref(struct proc_cache *pc, struct elf_entry *e)
-{
-	if (e && e->refs)
-		e->refs--;
-}
-
-static void elf_entry_remove(struct proc_cache *pc, size_t idx)
-{
-	struct elf_entry *e = pc->elfs[idx];
-
-	elf_file__put(e->ef);
-	free(e);
-	pc->elfs[idx] = pc->elfs[--pc->nelfs];
-	pc->stats.elf_files = pc->nelfs;
-}
-
-/* Makes room for one more entry; returns false when every entry is in use. */
-static bool elf_make_room(struct proc_cache *pc)
-{
-	size_t victim = SIZE_MAX;
-
-	if (pc->nelfs < pc->cfg.max_elf_files)
-		return true;
-	for (size_t i = 0; i < pc->nelfs; i++) {
-		if (pc->elfs[i]->refs)
-			continue;
-		if (victim == SIZE_MAX || pc->elfs[i]->last_use < pc->elfs[victim]->last_use)
-			victim = i;
-	}
-	if (victim == SIZE_MAX)
-		return false;
-	elf_entry_remove(pc, victim);
-	pc->stats.elf_evictions++;
-	return true;
 }
 
 static void map_set_free(struct proc_cache *pc, struct map_set *ms)
@@ -183,7 +57,7 @@ static void map_set_free(struct proc_cache *pc, struct map_set *ms)
 	if (!ms)
 		return;
 	for (size_t i = 0; i < ms->n; i++)
-		elf_entry_unref(pc, ms->elfs[i]);
+		proc_files__unref(pc, ms->elfs[i]);
 	pc->bytes -= ms->bytes;
 	free(ms->maps);
 	free(ms->strs);
@@ -510,11 +384,7 @@ void proc_cache__free(struct proc_cache *pc)
 		next = e->gnext;
 		proc_entry_free(pc, e);
 	}
-	while (pc->nelfs)
-		elf_entry_remove(pc, pc->nelfs - 1);
-	for (size_t i = 0; i < pc->nvdsos; i++)
-		elf_file__put(pc->vdsos[i]);
-	free(pc->elfs);
+	proc_files__free(pc);
 	free(pc->buckets);
 	free(pc);
 }
@@ -686,210 +556,6 @@ miss:
 	return NULL;
 }
 
-/* See proc.h. */
-bool proc_map__deleted(const struct proc_map *m)
-{
-	static const char suffix[] = " (deleted)";
-	size_t n = strlen(m->path), s = sizeof(suffix) - 1;
-
-	return n > s && strcmp(m->path + n - s, suffix) == 0;
-}
-
-/* See proc.h. */
-int proc_cache__open_map(struct proc_cache *pc, pid_t pid, const struct proc_map *m, char *name,
-			 size_t len)
-{
-	int fd, err;
-
-	if (!pc || !m || !name || len < 2)
-		return -EINVAL;
-	if (foreign_file__on_fuse(&pc->fuse, pc->proc_root, pid, m->dev_major, m->dev_minor)) {
-		pc->stats.fuse_skipped++;
-		snprintf(name, len, "%s", m->path);
-		return -EREMOTE;
-	}
-	snprintf(name, len, "%s/%d/map_files/%" PRIx64 "-%" PRIx64, pc->proc_root, (int)pid,
-		 m->start, m->end);
-	fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd >= 0)
-		return fd;
-	err = -errno;
-	if (m->path[0] != '/')
-		return err;
-	if (proc_map__deleted(m)) {
-		pc->stats.deleted_skipped++;
-		pr_debug("%s of %d: deleted and map_files unreadable (%s): skipped", m->path,
-			 (int)pid, strerror(-err));
-		return -ENOENT;
-	}
-	fd = foreign_file__open_in_root(pc->proc_root, pid, m->path, m->dev_major, m->dev_minor,
-					m->inode, name, len);
-	if (fd == -ESTALE)
-		pc->stats.files_rejected++;
-	return fd;
-}
-
-/* Opens the ELF file behind m (proc_cache__open_map); NULL with errno set. */
-static struct elf_file *open_map_file(struct proc_cache *pc, struct proc_entry *e,
-				      const struct proc_map *m)
-{
-	char name[4608];
-	struct elf_file *ef;
-	int fd, err;
-
-	fd = proc_cache__open_map(pc, e->p.pid, m, name, sizeof(name));
-	if (fd < 0) {
-		errno = -fd;
-		return NULL;
-	}
-	ef = elf_file__open_fd(fd, name);
-	err = errno;
-	if (!ef)
-		pr_debug("cannot open %s: %s", name, strerror(err));
-	close(fd);
-	errno = err;
-	return ef;
-}
-
-static struct elf_file *load_vdso(struct proc_cache *pc, struct proc_entry *e,
-				  const struct proc_map *m)
-{
-	size_t len = (size_t)(m->end - m->start);
-	struct elf_file *ef = NULL;
-	struct iovec local, remote;
-	char path[320];
-	uint8_t *buf;
-	ssize_t n;
-	int fd;
-
-	if (len > VDSO_MAX)
-		return NULL;
-	buf = malloc(len);
-	if (!buf)
-		return NULL;
-	local.iov_base = buf;
-	local.iov_len = len;
-	remote.iov_base = (void *)(uintptr_t)m->start;
-	remote.iov_len = len;
-	/* process_vm_readv bypasses proc_root: only use it on the real /proc */
-	n = strcmp(pc->proc_root, "/proc") == 0
-		    ? process_vm_readv(e->p.pid, &local, 1, &remote, 1, 0)
-		    : -1;
-	if (n != (ssize_t)len) {
-		snprintf(path, sizeof(path), "%s/%d/mem", pc->proc_root, (int)e->p.pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		n = fd >= 0 ? pread(fd, buf, len, (off_t)m->start) : -1;
-		if (fd >= 0)
-			close(fd);
-	}
-	if (n != (ssize_t)len) {
-		pr_debug("cannot read [vdso] of %d: %s", (int)e->p.pid, strerror(errno));
-		free(buf);
-		return NULL;
-	}
-	/* the same bytes as a vdso seen before (its ELF's own image): its symbols are shared */
-	for (size_t i = 0; i < pc->nvdsos; i++) {
-		size_t have = 0;
-		const uint8_t *img = elf_file__data(pc->vdsos[i], &have);
-
-		if (have == len && memcmp(img, buf, len) == 0) {
-			free(buf);
-			return elf_file__get(pc->vdsos[i]);
-		}
-	}
-	ef = elf_file__open_mem(buf, len, "[vdso]");
-	free(buf);
-	if (ef && pc->nvdsos < VDSO_SHARED)
-		pc->vdsos[pc->nvdsos++] = elf_file__get(ef);
-	return ef;
-}
-
-struct elf_file *proc_cache__map_elf(struct proc_cache *pc, struct proc *p,
-				     const struct proc_map *m)
-{
-	struct proc_entry *e = (struct proc_entry *)p;
-	struct map_set *ms = e->cur;
-	struct elf_entry *ent = NULL;
-	struct elf_file *ef;
-	size_t idx;
-
-	/* m must belong to the current set (borrowed pointers into retired sets get NULL) */
-	if (!ms || m < ms->maps || m >= ms->maps + ms->n)
-		return NULL;
-	idx = (size_t)(m - ms->maps);
-	if (ms->state[idx] == ELF_OK) {
-		if (ms->elfs[idx]) {
-			ms->elfs[idx]->last_use = ++pc->tick;
-			return ms->elfs[idx]->ef;
-		}
-		return e->vdso;
-	}
-	if (ms->state[idx] == ELF_FAILED)
-		return NULL;
-	ms->state[idx] = ELF_FAILED;
-
-	if (strcmp(m->path, "[vdso]") == 0) {
-		if (!e->vdso_tried) {
-			e->vdso_tried = true;
-			e->vdso = load_vdso(pc, e, m);
-		}
-		if (!e->vdso) {
-			pc->stats.lookups_failed++;
-			return NULL;
-		}
-		ms->state[idx] = ELF_OK;
-		ms->maps[idx].fm.build_id = elf_file__build_id(e->vdso);
-		return e->vdso;
-	}
-	if (m->path[0] != '/' || m->inode == 0)
-		return NULL;
-
-	for (size_t i = 0; i < pc->nelfs; i++) {
-		struct elf_entry *x = pc->elfs[i];
-
-		if (x->inode == m->inode && x->major == m->dev_major && x->minor == m->dev_minor) {
-			ent = x;
-			break;
-		}
-	}
-	if (!ent) {
-		if (!elf_make_room(pc)) {
-			pc->stats.lookups_failed++;
-			return NULL;
-		}
-		ef = open_map_file(pc, e, m);
-		if (!ef) {
-			pc->stats.lookups_failed++;
-			return NULL;
-		}
-		ent = calloc(1, sizeof(*ent));
-		if (!ent) {
-			elf_file__put(ef);
-			return NULL;
-		}
-		ent->inode = m->inode;
-		ent->major = m->dev_major;
-		ent->minor = m->dev_minor;
-		ent->ef = ef;
-		pc->elfs[pc->nelfs++] = ent;
-		pc->stats.elf_files = pc->nelfs;
-	}
-	ent->refs++;
-	ent->last_use = ++pc->tick;
-	ms->elfs[idx] = ent;
-	ms->state[idx] = ELF_OK;
-	ms->maps[idx].fm.build_id = elf_file__build_id(ent->ef);
-	return ent->ef;
-}
-
-int proc_map__to_vaddr(const struct proc_map *m, struct elf_file *ef, uint64_t addr,
-		       uint64_t *vaddr)
-{
-	if (!m || !ef || addr < m->start || addr >= m->end)
-		return -EINVAL;
-	return elf_file__offset_to_vaddr(ef, m->offset, addr - m->start + m->offset, vaddr);
-}
-
 void proc_cache__on_exec(struct proc_cache *pc, pid_t pid)
 {
 	struct proc_entry *e = lookup(pc, pid);
@@ -1017,9 +683,7 @@ void proc_cache__gc(struct proc_cache *pc)
 		free_retired(pc, e);
 	}
 	pc->retired_full = false;
-	for (size_t i = pc->nelfs; i-- > 0;)
-		if (!pc->elfs[i]->refs)
-			elf_entry_remove(pc, i);
+	proc_files__gc(pc);
 	pc->stats.procs = pc->nprocs;
 	pc->stats.elf_files = pc->nelfs;
 }
@@ -1030,31 +694,4 @@ void proc_cache__stats(const struct proc_cache *pc, struct proc_cache_stats *out
 	out->bytes = pc->bytes;
 	out->procs = pc->nprocs;
 	out->elf_files = pc->nelfs;
-}
-
-/* See proc.h. */
-int proc_cache__open_verified(struct proc_cache *pc, const struct proc *p, const struct proc_map *m,
-			      const struct elf_file *ef)
-{
-	struct elf_identity id, now;
-	char name[4608];
-	struct stat st;
-	bool ok;
-	int fd;
-
-	if (proc_map__deleted(m) || !elf_file__identity(ef, &id))
-		return -ESTALE;
-	fd = proc_cache__open_map(pc, p->pid, m, name, sizeof(name));
-	if (fd < 0)
-		return fd;
-	ok = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_nlink > 0;
-	if (ok) {
-		now = elf_identity__from_stat(&st);
-		ok = elf_identity__equal(&now, &id);
-	}
-	if (!ok) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
 }

@@ -13,6 +13,7 @@
 #include "mlprof/sample.h"
 #include "symbolize/elf.h"
 #include "symbolize/proc.h"
+#include "symbolize/proc_files.h"
 #include "unwind/unwind_table.h"
 
 /* Exported by libunwind-x86_64 but not declared in its public headers (perf does the same). */

@@ -480,7 +480,7 @@ class AgentSteps(unittest.TestCase):
         self.assertGreaterEqual(under / wall["data_wait"], 0.90, ctx)
 
     def test_agent_steps_pyroscope(self):
-        """Against a real Pyroscope v2.2.1 (SKIPPED without a server binary): the agent's
+        """Against a real Pyroscope v2.2.1 (only where a server binary is at hand): the agent's
         ml_steps series is a profile type of its own, ml_phase a label it can be selected
         by: {ml_phase="data_wait"} holds the dataset's __getitem__ (>= 90%), and the phases'
         totals give the loop's own data-wait share within 7 points."""

@@ -17,6 +17,7 @@
 #include "fds.h"
 #include "symbolize/elf.h"
 #include "symbolize/proc.h"
+#include "symbolize/proc_files.h"
 
 static char tmpdir[64];
 

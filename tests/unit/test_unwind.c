@@ -17,6 +17,7 @@
 #include "snapshot.h"
 #include "symbolize/elf.h"
 #include "symbolize/proc.h"
+#include "symbolize/proc_files.h"
 #include "unwind/unwind.h"
 #include "unwind/unwind_table.h"
 

@@ -17,6 +17,7 @@
 #include "symbolize/elf.h"
 #include "symbolize/elf_lookup.h"
 #include "symbolize/proc.h"
+#include "symbolize/proc_files.h"
 #include "symbolize/symcache.h"
 #include "symbolize/usdt.h"
 

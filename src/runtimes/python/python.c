@@ -14,6 +14,7 @@
 #include "symbolize/elf.h"
 #include "symbolize/elf_lookup.h"
 #include "symbolize/proc.h"
+#include "symbolize/proc_files.h"
 #include "util/fsutil.h"
 
 #define PROC_BUCKETS 1024

@@ -20,6 +20,7 @@
 #include "symbolize/elf.h"
 #include "symbolize/elf_lookup.h"
 #include "symbolize/proc.h"
+#include "symbolize/proc_files.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
 #include "util/quantile.h"
