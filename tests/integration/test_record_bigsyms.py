@@ -17,7 +17,7 @@ One recording with the default cache options (`-F 499`, no --symcache-bytes), th
     go out with raw addresses), and one index serves two processes mapping the library;
   - mlprof spent < 2000 us of CPU per sample.
 ExitBeforeIndex: a 0.4 s run of bigsyms_main, then the shell sleeps 6 s, with every index
-build started 0.6 s late (MLPROF_TEST_INDEX_DELAY_MS, as a cold, slow disk would): the
+build started 0.5 s late (MLPROF_TEST_INDEX_DELAY_MS, as a cold, slow disk would): the
 process exits while its library's index is still being built; its parked samples must wait
 for the index past the once-a-second cleanup and come out named.
 Needs root (BPF); exit 77 = skipped."""
@@ -235,12 +235,12 @@ class ExitBeforeIndex(unittest.TestCase):
             self.skipTest("%s or %s not built" % (EXE, LIB))
         pb = os.path.join(tmpdir(), "exit.pb.gz")
         # four indexes for the chain (ld.so, the library, the executable, libc; up to six
-        # with sh's and sleep's), one after another: the last ~2.5 s in (3.6 s with six),
+        # with sh's and sleep's), one after another: the last ~2 s in (3 s with six),
         # before a parked sample's 5 s limit, and after the process's exit (~0.5 s) and the
         # first cleanup (1 s in)
         cp, js = record(["-F", FREQ, "-o", pb],
                         ["sh", "-c", "%s 0.4; sleep 6" % EXE],
-                        timeout=RECORD_TIMEOUT, env={"MLPROF_TEST_INDEX_DELAY_MS": "600"})
+                        timeout=RECORD_TIMEOUT, env={"MLPROF_TEST_INDEX_DELAY_MS": "500"})
         m = SYMBOLS_RE.search(cp.stderr)
         self.assertIsNotNone(m, cp.stderr)
         prof, _ = stacks_of(pb)
