@@ -6,7 +6,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stdlib.h>

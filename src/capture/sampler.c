@@ -4,13 +4,11 @@
 #include "util/log.h"
 
 #include "capture/fault_duty.h"
-#include "capture/heap_probes.h"
 #include "capture/hold.h"
 #include "capture/privilege.h"
 #include "capture/sampler.h"
 #include "capture/sampler_share.h"
 #include "capture/tracefs.h"
-#include "capture/uprobe_link.h"
 
 #include <errno.h>
 #include <pthread.h>
