@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /* `mlprof agent`: continuous profiling daemon (setup, SIGHUP reload, main loop, shutdown). */
 #define LOG_MODULE "agent"
-/* How long a stopping agent waits for symbol indexes still being built (SIGTERM: < 2 s). */
+/*
+ * From the moment a stop signal is seen to exit: what is left of it after the drain and the
+ * last windows goes to deliveries in flight; then the exporter aborts and spools the rest.
+ */
+#define AGENT_STOP_MS 2500
+/* Of that, at most this long waiting for symbol indexes still being built. */
 #define AGENT_DRAIN_MS 1000
 #include <errno.h>
 #include <inttypes.h>
@@ -279,9 +284,46 @@ static int pipeline_setup(struct agent *a)
 
 /* ------------------------------------------------------------------ main loop */
 
+/* What is left of the stop deadline, at most cap ms (cap when no stop signal set one). */
+static unsigned int stop_left_ms(const struct agent *a, unsigned int cap)
+{
+	uint64_t now = clock__mono_ns(), left;
+
+	if (!a->stop_deadline_ns)
+		return cap;
+	left = a->stop_deadline_ns > now ? (a->stop_deadline_ns - now) / 1000000 : 0;
+	return left < cap ? (unsigned int)left : cap;
+}
+
+/* Set by the main thread's signal handlers (the only thread that takes these signals). */
+static volatile sig_atomic_t stop_sig, hup_sig;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		hup_sig = 1;
+	else
+		stop_sig = sig;
+}
+
+/*
+ * The loop's signals interrupt its wait (EINTR) instead of waiting for the next poll period:
+ * handlers without SA_RESTART, unblocked in this thread only (every other thread keeps
+ * them blocked). A signal that came while they were blocked is taken at once.
+ */
+static void take_signals(const sigset_t *sigs)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	pthread_sigmask(SIG_UNBLOCK, sigs, NULL);
+}
+
 static int run(struct agent *a, const sigset_t *sigs)
 {
-	const struct timespec zero = {0};
 	uint64_t now = clock__mono_ns(), last_snap = 0;
 	uint64_t cur = now / a->interval_ns;
 	int ret = 0;
@@ -290,23 +332,27 @@ static int run(struct agent *a, const sigset_t *sigs)
 	agent_window__reset(&a->win[1], cur + 1);
 	atomic_store(&a->ready, true);
 	pr_info("profiling at %u Hz, %u s windows", a->boot.freq_hz, a->boot.upload_interval_s);
+	take_signals(sigs);
 	for (;;) {
-		siginfo_t si;
-		int sig, n;
+		int n;
 
-		/* (the signals are blocked: SIGTERM is seen within a poll period) */
-		n = pipeline__poll(a->pl, PIPELINE_POLL_MS);
+		/* (a signal ends the wait: SIGTERM is seen at once) */
+		if (!stop_sig)
+			n = pipeline__poll(a->pl, PIPELINE_POLL_MS);
+		else
+			n = 0;
 		if (n < 0 && n != -EINTR) {
 			pr_err("sampling failed: %s", strerror(-n));
 			ret = n;
 			break;
 		}
-		sig = sigtimedwait(sigs, &si, &zero);
-		if (sig == SIGTERM || sig == SIGINT) {
-			pr_info("%s: sending the current window and exiting", strsignal(sig));
+		if (stop_sig) {
+			pr_info("%s: sending the current window and exiting", strsignal(stop_sig));
+			a->stop_deadline_ns = clock__mono_ns() + AGENT_STOP_MS * 1000000ull;
 			break;
 		}
-		if (sig == SIGHUP) {
+		if (hup_sig) {
+			hup_sig = 0;
 			reload(a);
 			/* /metrics says at once whether it took */
 			agent_metrics__snapshot(a);
@@ -319,12 +365,14 @@ static int run(struct agent *a, const sigset_t *sigs)
 			last_snap = now;
 		}
 	}
+	/* (nothing below is interrupted by another signal) */
+	pthread_sigmask(SIG_BLOCK, sigs, NULL);
 	/* drain what the ring buffer still holds, then send the open windows */
 	atomic_store(&a->ready, false);
 	pipeline__ending(a->pl);
 	for (int i = 0; i < 5 && pipeline__poll(a->pl, 0) > 0; i++)
 		;
-	pipeline__drain(a->pl, AGENT_DRAIN_MS);
+	pipeline__drain(a->pl, stop_left_ms(a, AGENT_DRAIN_MS));
 	now = clock__mono_ns();
 	for (int i = 0; i < 2; i++) {
 		uint64_t start = a->win[i].idx * a->interval_ns;
@@ -347,8 +395,8 @@ static void agent_free(struct agent *a)
 	for (int i = 0; i < 2; i++)
 		agent_window__reset(&a->win[i], 0);
 	if (a->exp) {
-		/* bounded shutdown: what is not delivered by then is spooled by free */
-		int left = exporter__flush(a->exp, 2000);
+		/* bounded shutdown: what is not delivered by the stop deadline is spooled */
+		int left = exporter__flush(a->exp, stop_left_ms(a, AGENT_STOP_MS));
 		const char *dir = exporter__spool_dir(a->exp);
 		struct exporter_stats es;
 		char shown[1024];
@@ -420,7 +468,7 @@ int agent__main(int argc, char **argv)
 	a->mono_to_real = agent__clock_offset();
 	atomic_store(&a->heartbeat_ns, (long long)clock__mono_ns());
 
-	/* signals are taken synchronously by the main loop; threads started later inherit this */
+	/* blocked in every thread (those started later inherit it); the main loop takes them */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);

@@ -116,6 +116,7 @@ struct agent {
 	bool have_pst;
 	atomic_bool ready;
 	atomic_llong heartbeat_ns;
+	uint64_t stop_deadline_ns; /* CLOCK_MONOTONIC: exit by then (0: no stop signal yet) */
 	int metric_ids[96];
 };
 

@@ -3,19 +3,29 @@
 #include "export/export_http.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <curl/curl.h>
 
 #define LOG_MODULE "exporter"
 #include "util/log.h"
 #include "util/redact.h"
 
+/* Sockets one transfer may have open at once (happy eyeballs: one a family, plus a proxy). */
+#define MAX_SOCKETS 4
+
 struct export_http {
 	const struct exporter_config *cfg;
 	const bool *stop;
 	CURL *curl;
+	/* the sockets curl has open, for export_http__abort (another thread) */
+	pthread_mutex_t sock_lock;
+	int socks[MAX_SOCKETS];
+	bool aborted; /* sockets opened after export_http__abort are shut down at once */
 };
 
 /* See export_http.h. */
@@ -27,9 +37,13 @@ struct export_http *export_http__new(const struct exporter_config *cfg, const bo
 		return NULL;
 	h->cfg = cfg;
 	h->stop = stop;
+	pthread_mutex_init(&h->sock_lock, NULL);
+	for (int i = 0; i < MAX_SOCKETS; i++)
+		h->socks[i] = -1;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	h->curl = curl_easy_init();
 	if (!h->curl) {
+		pthread_mutex_destroy(&h->sock_lock);
 		free(h);
 		errno = ENOMEM;
 		return NULL;
@@ -42,8 +56,59 @@ void export_http__free(struct export_http *h)
 {
 	if (!h)
 		return;
-	curl_easy_cleanup(h->curl);
+	curl_easy_cleanup(h->curl); /* (closes its sockets through on_close) */
+	pthread_mutex_destroy(&h->sock_lock);
 	free(h);
+}
+
+/* curl's sockets are opened here so that export_http__abort can shut them down. */
+static curl_socket_t on_open(void *ctx, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct export_http *h = ctx;
+	int fd;
+
+	(void)purpose;
+	fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+	if (fd < 0)
+		return CURL_SOCKET_BAD;
+	pthread_mutex_lock(&h->sock_lock);
+	for (int i = 0; i < MAX_SOCKETS; i++)
+		if (h->socks[i] < 0) {
+			h->socks[i] = fd;
+			break;
+		}
+	if (h->aborted)
+		shutdown(fd, SHUT_RDWR);
+	pthread_mutex_unlock(&h->sock_lock);
+	return fd;
+}
+
+/* Closed under the lock: export_http__abort never shuts down a number reused meanwhile. */
+static int on_close(void *ctx, curl_socket_t fd)
+{
+	struct export_http *h = ctx;
+	int rc;
+
+	pthread_mutex_lock(&h->sock_lock);
+	for (int i = 0; i < MAX_SOCKETS; i++)
+		if (h->socks[i] == fd)
+			h->socks[i] = -1;
+	rc = close(fd);
+	pthread_mutex_unlock(&h->sock_lock);
+	return rc;
+}
+
+/* See export_http.h. */
+void export_http__abort(struct export_http *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->sock_lock);
+	h->aborted = true;
+	for (int i = 0; i < MAX_SOCKETS; i++)
+		if (h->socks[i] >= 0)
+			shutdown(h->socks[i], SHUT_RDWR);
+	pthread_mutex_unlock(&h->sock_lock);
 }
 
 struct body {
@@ -150,6 +215,10 @@ enum export_status export_http__post(struct export_http *http, const char *url,
 	curl_easy_setopt(http->curl, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(http->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(http->curl, CURLOPT_XFERINFODATA, http);
+	curl_easy_setopt(http->curl, CURLOPT_OPENSOCKETFUNCTION, on_open);
+	curl_easy_setopt(http->curl, CURLOPT_OPENSOCKETDATA, http);
+	curl_easy_setopt(http->curl, CURLOPT_CLOSESOCKETFUNCTION, on_close);
+	curl_easy_setopt(http->curl, CURLOPT_CLOSESOCKETDATA, http);
 	curl_easy_setopt(http->curl, CURLOPT_SSL_VERIFYPEER, c->insecure_skip_verify ? 0L : 1L);
 	curl_easy_setopt(http->curl, CURLOPT_SSL_VERIFYHOST, c->insecure_skip_verify ? 0L : 2L);
 	if (c->ca_file && *c->ca_file)

@@ -17,6 +17,12 @@ struct export_http;
  */
 struct export_http *export_http__new(const struct exporter_config *cfg, const bool *stop);
 void export_http__free(struct export_http *h);
+/*
+ * Ends a transfer in flight now, from another thread: its sockets are shut down (the
+ * progress check on *stop alone can take a second to run on a silent connection), and so
+ * is any socket opened later. For shutdown only.
+ */
+void export_http__abort(struct export_http *h);
 
 /*
  * POSTs body to url with the configured TLS/auth/tenant/timeouts plus content_type and the

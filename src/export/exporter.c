@@ -51,6 +51,7 @@ struct exporter {
 	pthread_cond_t idle; /* wakes flush() */
 	pthread_t thread;
 	bool thread_started, stop;
+	bool flush_ran_out; /* the last exporter__flush ended at its deadline */
 	struct qitem *head, *tail;
 	size_t n_queued;
 	bool busy; /* sender holds an item outside the queue */
@@ -586,6 +587,7 @@ int exporter__flush(struct exporter *e, unsigned int timeout_ms)
 		if (pthread_cond_timedwait(&e->idle, &e->lock, &ts))
 			break;
 	left = (int)e->n_queued + (e->busy ? 1 : 0);
+	e->flush_ran_out = left > 0;
 	pthread_mutex_unlock(&e->lock);
 	return left;
 }
@@ -626,14 +628,17 @@ void exporter__free(struct exporter *e)
 	if (e->thread_started) {
 		/*
 		 * Bounded: callers flush first with their own deadline; this only lets a
-		 * delivery that is about to finish finish. A transfer still in flight is then
-		 * aborted and everything undelivered goes to the spool.
+		 * delivery that is about to finish finish (not again when the caller's flush
+		 * ran out of time). A transfer still in flight is then aborted at once (its
+		 * sockets shut down) and everything undelivered goes to the spool.
 		 */
-		exporter__flush(e, FREE_FLUSH_MS);
+		if (!e->flush_ran_out)
+			exporter__flush(e, FREE_FLUSH_MS);
 		pthread_mutex_lock(&e->lock);
 		__atomic_store_n(&e->stop, true, __ATOMIC_RELAXED);
 		pthread_cond_broadcast(&e->cond);
 		pthread_mutex_unlock(&e->lock);
+		export_http__abort(e->http);
 		pthread_join(e->thread, NULL);
 	}
 	/* the sender spilled the queue on its way out; only a failed start leaves items */
