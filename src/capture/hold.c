@@ -118,8 +118,14 @@ static void release_one(struct hold *h, pid_t pid, uint64_t *counter)
 /* See hold.h. */
 void hold__release(struct hold *h, pid_t pid)
 {
-	if (h)
-		release_one(h, pid, &h->stats.held);
+	uint64_t before;
+
+	if (!h)
+		return;
+	before = h->stats.held;
+	release_one(h, pid, &h->stats.held);
+	if (h->stats.held != before)
+		pr_debug("process %d continued at its CUDA/NCCL library mmap", (int)pid);
 }
 
 /* See hold.h. */
