@@ -15,7 +15,10 @@ threads: two named threads burn CPU. "py-leaf-a" calls Block.leaf_a (pure Python
   the GIL) from Worker.run -> Worker.run_native -> Worker.step, and the pure-Python leaf
   Block.leaf_b called from Worker.run. Each thread measures its own CPU time (thread CPU
   clock) in total and per leaf. Both leaves of py-native-b run for several sampling periods
-  at a time, which keeps the sampled shares close to the measured ones.
+  at a time, and each call's size varies (x0.5 to x1.5): a cycle of fixed length can lock
+  in phase with the sampler's fixed period (199 Hz: 5.03 ms) and bias the sampled shares
+  far past their binomial spread (a CI run once showed leaf_b at 0.067 of the samples
+  against its CPU clock's 0.159).
 deep: thread "py-deep" recurses DEPTH Python calls deep (deep_recurse) and burns CPU in
   Block.leaf_deep at the bottom.
 fork: the main process burns CPU in Python briefly, then forks; the child names itself
@@ -63,9 +66,9 @@ class Block:
             s += i * i ^ (s >> 3)
         return s
 
-    def leaf_b(self):
+    def leaf_b(self, iters):
         s = 1
-        for i in range(LEAF_B_ITERS):
+        for i in range(iters):
             s = (s * 3 + i) & 0xFFFFFF
         return s
 
@@ -136,23 +139,29 @@ class Worker(threading.Thread):
         self.spin.restype = ctypes.c_double
         self.stats = {"native_ns": 0, "leaf_b_ns": 0, "total_ns": 0, "calls": 0}
 
-    def step(self):
+    def step(self, iters):
         t0 = time.thread_time_ns()
-        self.spin(NATIVE_ITERS)
+        self.spin(iters)
         self.stats["native_ns"] += time.thread_time_ns() - t0
 
-    def run_native(self):
-        self.step()
+    def run_native(self, iters):
+        self.step(iters)
 
     def run(self):
         set_thread_name(self.name)
         start = time.thread_time_ns()
         block = Block()
         until = Until(self.seconds)
+        rng = os.getpid() & 0x7FFFFFFF
         while until.more(start):
-            self.run_native()
+            # sizes x0.5 to x1.5 (see the module's doc), from an inline LCG: no Python call
+            # that would add chains of its own to this thread's samples
+            rng = (rng * 1103515245 + 12345) & 0x7FFFFFFF
+            self.run_native(NATIVE_ITERS * (512 + (rng >> 16) % 1024) // 1024)
+            rng = (rng * 1103515245 + 12345) & 0x7FFFFFFF
+            iters = LEAF_B_ITERS * (512 + (rng >> 16) % 1024) // 1024
             t0 = time.thread_time_ns()
-            block.leaf_b()
+            block.leaf_b(iters)
             self.stats["leaf_b_ns"] += time.thread_time_ns() - t0
             self.stats["calls"] += 1
         self.stats["total_ns"] = time.thread_time_ns() - start
