@@ -17,6 +17,7 @@
 
 #define LOG_MODULE "record"
 #include "util/log.h"
+#include "util/parse.h"
 
 static void usage(FILE *f)
 {
@@ -147,16 +148,13 @@ static void usage(FILE *f)
 
 static int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
 {
-	char *end;
-	unsigned long v;
+	const char *end;
+	uint64_t v;
 
-	errno = 0;
-	if (!s || !*s || *s == '-')
+	/* digits only (util/parse, as the agent's options): no sign, no leading space */
+	if (!s || parse__u64(s, &v, &end) || *end || v < min || v > max)
 		return -EINVAL;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
+	*out = (unsigned long)v;
 	return 0;
 }
 

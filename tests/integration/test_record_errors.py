@@ -43,6 +43,11 @@ class RecordErrors(unittest.TestCase):
     def test_bad_flags(self):
         self.one_line_error(run(["record", "-F", "abc", "-a"]), "invalid frequency", rc=2)
         self.one_line_error(run(["record", "-F", "0", "-a"]), "invalid frequency", rc=2)
+        # digits only, as the agent's options: no sign, no space before them
+        self.one_line_error(run(["record", "-F", "+99", "-a"]), "invalid frequency", rc=2)
+        self.one_line_error(run(["record", "-F", " 99", "-a"]), "invalid frequency", rc=2)
+        self.one_line_error(run(["record", "-a", "--cuda-rate", "1e5"]), "invalid --cuda-rate",
+                            rc=2)
         self.one_line_error(run(["record", "--bogus", "-a"]), "invalid option", rc=2)
         self.one_line_error(run(["record"]), "exactly one target", rc=2)
         self.one_line_error(run(["record", "-a", "-p", "1"]), "exactly one target", rc=2)
