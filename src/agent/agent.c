@@ -337,10 +337,7 @@ static int run(struct agent *a, const sigset_t *sigs)
 		int n;
 
 		/* (a signal ends the wait: SIGTERM is seen at once) */
-		if (!stop_sig)
-			n = pipeline__poll(a->pl, PIPELINE_POLL_MS);
-		else
-			n = 0;
+		n = stop_sig ? 0 : pipeline__poll(a->pl, PIPELINE_POLL_MS);
 		if (n < 0 && n != -EINTR) {
 			pr_err("sampling failed: %s", strerror(-n));
 			ret = n;

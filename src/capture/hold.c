@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -97,15 +98,15 @@ struct hold *hold__new(int map_fd)
 	return h;
 }
 
-/* Continues pid if it is held, counted in *counter. */
-static void release_one(struct hold *h, pid_t pid, uint64_t *counter)
+/* Continues pid if it is held, counted in *counter; whether it was. */
+static bool release_one(struct hold *h, pid_t pid, uint64_t *counter)
 {
 	__u32 key = (__u32)pid;
 	__u64 since; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC, as clock__mono_ns() */
 	uint64_t ns;
 
 	if (bpf_map_lookup_elem(h->map_fd, &key, &since))
-		return;
+		return false;
 	kill(pid, SIGCONT);
 	bpf_map_delete_elem(h->map_fd, &key);
 	ns = clock__mono_ns() - since;
@@ -113,18 +114,13 @@ static void release_one(struct hold *h, pid_t pid, uint64_t *counter)
 	h->stats.total_ns += ns;
 	if (ns > h->stats.max_ns)
 		h->stats.max_ns = ns;
+	return true;
 }
 
 /* See hold.h. */
 void hold__release(struct hold *h, pid_t pid)
 {
-	uint64_t before;
-
-	if (!h)
-		return;
-	before = h->stats.held;
-	release_one(h, pid, &h->stats.held);
-	if (h->stats.held != before)
+	if (h && release_one(h, pid, &h->stats.held))
 		pr_debug("process %d continued at its CUDA/NCCL library mmap", (int)pid);
 }
 

@@ -5,6 +5,16 @@
 #include <errno.h>
 #include <stdlib.h>
 
+/* The first empty slot of hash's probe sequence in slots (capacity cap, not full). */
+static uint32_t free_slot(const struct htab_slot *slots, uint32_t cap, uint32_t hash)
+{
+	uint32_t j;
+
+	for (j = hash & (cap - 1); slots[j].idx; j = (j + 1) & (cap - 1))
+		;
+	return j;
+}
+
 static int grow(struct htab *t)
 {
 	uint32_t ncap = t->cap ? t->cap * 2 : HTAB_MIN_CAP;
@@ -17,13 +27,9 @@ static int grow(struct htab *t)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < t->cap; i++) {
 		const struct htab_slot *s = &t->slots[i];
-		uint32_t j;
 
-		if (!s->idx)
-			continue;
-		for (j = s->hash & (ncap - 1); ns[j].idx; j = (j + 1) & (ncap - 1))
-			;
-		ns[j] = *s;
+		if (s->idx)
+			ns[free_slot(ns, ncap, s->hash)] = *s;
 	}
 	free(t->slots);
 	t->slots = ns;
@@ -42,10 +48,8 @@ int htab__reserve(struct htab *t)
 /* See htab.h. */
 void htab__insert(struct htab *t, uint32_t hash, uint32_t idx)
 {
-	uint32_t j;
+	uint32_t j = free_slot(t->slots, t->cap, hash);
 
-	for (j = hash & (t->cap - 1); t->slots[j].idx; j = (j + 1) & (t->cap - 1))
-		;
 	t->slots[j].hash = hash;
 	t->slots[j].idx = idx;
 	t->n++;
